@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Internal interfaces shared by the nvsidecar module's files. Each file
+ * exports only what is declared here; everything else stays static.
+ */
+#ifndef _NVS_H
+#define _NVS_H
+
+#include <linux/types.h>
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/pci.h>
+#include "uapi/nvsidecar.h"
+
+struct nvs_chip;		/* chips.h */
+struct task_struct;
+struct netlink_ext_ack;
+
+#define NVS_RING_LEN		1024	/* samples kept per GPU, power of two */
+#define NVS_MAX_WINDOWS		24	/* ioremapped register windows per GPU */
+
+/* Per-sensor state, protected by nvs_gpu.lock. Values in milli-degrees C. */
+struct nvs_sensor {
+	s32 mc;			/* last reading */
+	s32 highest;		/* since last reset; valid if has_hist */
+	s32 lowest;
+	s32 max;		/* threshold; valid if has_max */
+	bool valid;		/* last reading was real */
+	bool present;		/* memory module exists (decided at map time) */
+	bool has_hist;
+	bool has_max;
+	bool alarm;		/* mc > max */
+	u64 crossings;
+};
+
+/* One ring entry: every sensor of one sampling pass. */
+struct nvs_sample {
+	u64 seq;
+	u64 ts_ns;		/* ktime_get_ns() */
+	u32 valid;		/* bit i: mc[i] is a real reading */
+	s32 mc[NVS_MAX_SENSORS];
+};
+
+struct nvs_window {
+	u32 off;		/* offset in the BAR */
+	u32 len;
+	void __iomem *base;
+};
+
+struct nvs_gpu {
+	struct list_head node;		/* nvs_gpus, under nvs_gpus_lock */
+	struct kref ref;
+	struct pci_dev *pdev;		/* pci_dev_get() while attached */
+	const struct nvs_chip *chip;
+	const char *name;		/* marketing name */
+	unsigned int index;		/* gpuN */
+	int bar;			/* BAR holding the registers */
+	bool simulated;
+
+	struct mutex lock;		/* everything below */
+	bool driver_bound;
+	bool mapped;
+	bool removed;
+	enum nvs_status status;
+	char reason[64];
+	struct nvs_window win[NVS_MAX_WINDOWS];
+	unsigned int nwin;
+	unsigned int sample_hz;
+	unsigned int nsensors;		/* == chip sensor count */
+	struct nvs_sensor sensor[NVS_MAX_SENSORS];
+	u64 samples;
+	u64 unavailable;
+	u64 crossings;
+	u64 last_sample_ns;
+	u64 seq;			/* seq of the newest ring entry, 0 = none */
+	struct nvs_sample *ring;	/* NVS_RING_LEN entries */
+	char dmabuf_last[192];		/* one-line summary of the last probe */
+
+	struct task_struct *sampler;
+	struct device *hwmon;
+	struct device *classdev;
+};
+
+/* core.c: discovery, lifetime, register access */
+extern struct list_head nvs_gpus;
+extern struct mutex nvs_gpus_lock;	/* list membership and nvs_gen */
+extern unsigned int nvs_gen;		/* bumped on add/remove, for dumps */
+extern unsigned int nvs_default_hz;	/* module parameter sample_hz */
+
+struct nvs_gpu *nvs_gpu_get_by_index(unsigned int index);	/* ref'd or NULL */
+struct nvs_gpu *nvs_gpu_get_by_pdev(struct pci_dev *pdev);	/* ref'd or NULL */
+void nvs_gpu_put(struct nvs_gpu *gpu);
+const char *nvs_gpu_busid(const struct nvs_gpu *gpu);		/* pci_name() */
+int nvs_core_init(const char *sim);
+void nvs_core_uninit(void);
+
+/* sampler.c: sampling, ring, thresholds. Callers hold gpu->lock unless noted. */
+int nvs_sampler_start(struct nvs_gpu *gpu);	/* no lock held */
+void nvs_sampler_stop(struct nvs_gpu *gpu);	/* no lock held */
+void nvs_sampler_set_hz(struct nvs_gpu *gpu, unsigned int hz);
+void nvs_sample_now(struct nvs_gpu *gpu);	/* on-demand pass (hz == 0) */
+void nvs_reset_history(struct nvs_gpu *gpu, int sensor);	/* -1 = all */
+int nvs_set_threshold(struct nvs_gpu *gpu, int sensor, bool clear, s32 mc);
+/* copy samples with seq >= since; returns count, sets *lost and *next */
+unsigned int nvs_ring_read(struct nvs_gpu *gpu, u64 since,
+			   struct nvs_sample *out, unsigned int max,
+			   u64 *lost, u64 *next);
+
+/* hwmon.c */
+int nvs_hwmon_register(struct nvs_gpu *gpu);
+void nvs_hwmon_unregister(struct nvs_gpu *gpu);
+
+/* sysfs.c: /sys/class/nvsidecar/gpuN */
+int nvs_sysfs_init(void);
+void nvs_sysfs_uninit(void);
+int nvs_sysfs_add(struct nvs_gpu *gpu);
+void nvs_sysfs_remove(struct nvs_gpu *gpu);
+
+/* genl.c: may be called with gpu->lock held; never sleeps on it */
+int nvs_genl_init(void);
+void nvs_genl_uninit(void);
+void nvs_genl_event_gpu(struct nvs_gpu *gpu, enum nvs_event ev);
+void nvs_genl_event_threshold(struct nvs_gpu *gpu, unsigned int sensor,
+			      bool crossed);
+
+/* dmabuf.c: result of one import, filled step by step */
+struct nvs_dmabuf_report {
+	u32 step;			/* enum nvs_dmabuf_step reached */
+	s32 err;			/* 0 or positive errno at step */
+	char exporter[32];
+	char importer[NVS_BUSID_LEN];
+	u64 size;
+	u32 nents;
+	u64 mapped;
+	u64 seg_min;
+	u64 seg_max;
+	u32 verdict;			/* enum nvs_dmabuf_verdict */
+	u64 bar1_start;
+	u64 bar1_len;
+	u32 p2p;			/* enum nvs_p2p_state */
+	s32 p2p_distance;
+};
+
+/*
+ * Imports the dma-buf behind fd (of the calling process) on the PCI device
+ * named by importer ("0000:01:00.0"; NULL: the GPU's own device) and compares
+ * the mapping with gpu's BAR1 (gpu may be NULL). Returns -errno, with an
+ * extack message, when nothing could be probed (-EBADF, -EINVAL not a
+ * dma-buf, -ENODEV no such importer); otherwise 0 with rep filled, rep->err
+ * saying whether a later step failed. Records gpu->dmabuf_last.
+ */
+int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
+		     struct nvs_dmabuf_report *rep, struct netlink_ext_ack *extack);
+
+#endif /* _NVS_H */

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+#
+# Installs what building and testing nvsidecar needs: the Debian packages
+# in scripts/deps.list and, when ../shared/kernels is there, the debug
+# kernel for the slow VM lane. Quiet and quick when everything is present.
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+
+sudo=
+if ((EUID != 0)); then
+	command -v sudo >/dev/null || { echo "deps: run as root (apt-get needs it) or install sudo" >&2; exit 1; }
+	sudo=sudo
+fi
+
+mapfile -t want < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$top/scripts/deps.list")
+missing=()
+for p in "${want[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+	echo "deps: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	$sudo apt-get update -qq
+	$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The debug kernel (KASAN, lockdep, kmemleak) lives beside the project.
+kdir=${NVS_SHARED:-$top/../shared}/kernels
+if [[ -d $kdir ]]; then
+	for deb in "$kdir"/linux-image-*nvsdebug*.deb "$kdir"/linux-headers-*nvsdebug*.deb; do
+		[[ -f $deb ]] || continue
+		pkg=$(dpkg-deb -f "$deb" Package)
+		ver=$(dpkg-deb -f "$deb" Version)
+		if [[ $(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null) != "$ver" ]]; then
+			(cd "$kdir" && sha256sum --quiet -c --ignore-missing SHA256SUMS) ||
+				{ echo "deps: $kdir fails its SHA256SUMS" >&2; exit 1; }
+			echo "deps: installing $(basename "$deb")"
+			$sudo dpkg -i "$deb" >/dev/null
+		fi
+	done
+fi
