@@ -94,12 +94,31 @@ void nvs_gpu_put(struct nvs_gpu *gpu);
 const char *nvs_gpu_busid(const struct nvs_gpu *gpu);		/* pci_name() */
 int nvs_core_init(const char *sim);
 void nvs_core_uninit(void);
+/* "ok", "no-driver", "asleep", "unavailable", "removed" */
+const char *nvs_status_str(enum nvs_status st);
+/* gpu->lock held; sends NVS_EVENT_STATUS_CHANGED when status or reason change */
+void nvs_gpu_set_status(struct nvs_gpu *gpu, enum nvs_status st,
+			const char *reason);
+/* core.c <-> sampler.c: mapped register at BAR offset off, or NULL */
+void __iomem *nvs_gpu_reg(struct nvs_gpu *gpu, u32 off);
+
+/*
+ * chips.c: recipe accessors, no lock needed (recipes are constant).
+ * Sensor i of a GPU is sensor i of its chip, 0 <= i < gpu->nsensors; the
+ * same index is used in hwmon channels, ring samples and netlink.
+ * gpu->sensor[i].present is false only for memory modules found absent when
+ * the registers were mapped; hwmon hides those channels.
+ */
+const char *nvs_chip_name(const struct nvs_gpu *gpu);		/* "gb202" */
+const char *nvs_sensor_label(const struct nvs_gpu *gpu, unsigned int i);
+int nvs_sensor_find(const struct nvs_gpu *gpu, const char *label); /* i or -ENOENT */
 
 /* sampler.c: sampling, ring, thresholds. Callers hold gpu->lock unless noted. */
 int nvs_sampler_start(struct nvs_gpu *gpu);	/* no lock held */
 void nvs_sampler_stop(struct nvs_gpu *gpu);	/* no lock held */
 void nvs_sampler_set_hz(struct nvs_gpu *gpu, unsigned int hz);
 void nvs_sample_now(struct nvs_gpu *gpu);	/* on-demand pass (hz == 0) */
+void nvs_sample_presence(struct nvs_gpu *gpu);	/* core.c, after mapping */
 void nvs_reset_history(struct nvs_gpu *gpu, int sensor);	/* -1 = all */
 int nvs_set_threshold(struct nvs_gpu *gpu, int sensor, bool clear, s32 mc);
 /* copy samples with seq >= since; returns count, sets *lost and *next */
@@ -107,11 +126,22 @@ unsigned int nvs_ring_read(struct nvs_gpu *gpu, u64 since,
 			   struct nvs_sample *out, unsigned int max,
 			   u64 *lost, u64 *next);
 
-/* hwmon.c */
+/*
+ * hwmon.c. Called by core.c without gpu->lock, serialised per GPU.
+ * register sets gpu->hwmon or returns -errno leaving it NULL; unregister is
+ * a no-op when gpu->hwmon is NULL and clears it. The chip is registered
+ * while the GPU's registers are mapped (driver bound, or simulated) and
+ * unregistered on driver unbind and before the PCI device is deleted, so
+ * one GPU may be registered several times in its life.
+ */
 int nvs_hwmon_register(struct nvs_gpu *gpu);
 void nvs_hwmon_unregister(struct nvs_gpu *gpu);
 
-/* sysfs.c: /sys/class/nvsidecar/gpuN */
+/*
+ * sysfs.c: /sys/class/nvsidecar/gpuN. add/remove are called once per GPU,
+ * without gpu->lock; add sets gpu->classdev (or returns -errno, NULL),
+ * remove is a no-op when gpu->classdev is NULL.
+ */
 int nvs_sysfs_init(void);
 void nvs_sysfs_uninit(void);
 int nvs_sysfs_add(struct nvs_gpu *gpu);

@@ -20,6 +20,9 @@ typedef unsigned long long CUdeviceptr;
 
 #define CUDA_SUCCESS				0
 #define CUDA_ERROR_NOT_SUPPORTED		801
+#define CUDA_ERROR_PEER_ACCESS_UNSUPPORTED	217
+#define CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED	704
+#define CUDA_ERROR_PEER_ACCESS_NOT_ENABLED	705
 
 /* CUdevice_attribute values used by the helper */
 #define CU_DEVICE_ATTRIBUTE_PCI_BUS_ID					33
@@ -77,7 +80,8 @@ typedef unsigned long long CUdeviceptr;
 	X(cuEventRecord, (CUevent e, CUstream s)) \
 	X(cuEventSynchronize, (CUevent e)) \
 	X(cuEventElapsedTime, (float *ms, CUevent start, CUevent end)) \
-	X(cuEventDestroy_v2, (CUevent e))
+	X(cuEventDestroy_v2, (CUevent e)) \
+	X(cuStreamWaitEvent, (CUstream s, CUevent e, unsigned int flags))
 
 struct nvs_cuda {
 	void *handle;

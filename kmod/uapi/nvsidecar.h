@@ -28,7 +28,8 @@
  *     NVS_A_GPU_LAST_SAMPLE_NS: u64  CLOCK_MONOTONIC ns of the last sample
  *     NVS_A_GPU_SEQ: u64             sequence number of the newest sample
  *     NVS_A_GPU_SENSORS: nest
- *       NVS_A_GPU_SENSOR: nest, repeated, in sensor id order
+ *       NVS_A_GPU_SENSOR: nest, repeated, in sensor id order; memory
+ *                         modules absent from the board are left out
  *         NVS_SENSOR_A_ID: u32       index into the sample value array
  *         NVS_SENSOR_A_LABEL: string "hotspot", "ch0", "mem3", ...
  *         NVS_SENSOR_A_VALID: u8     1 if NVS_SENSOR_A_MC is a real reading
@@ -38,7 +39,8 @@
  *         NVS_SENSOR_A_MAX: s32      threshold, m°C (absent: none set)
  *         NVS_SENSOR_A_ALARM: u8     1 while MC > MAX
  *   A dump interrupted by a GPU being added or removed is flagged with
- *   NLM_F_DUMP_INTR; userspace retries it.
+ *   NLM_F_DUMP_INTR; userspace retries it. A dump request carrying
+ *   NVS_A_GPU_INDEX is refused (-EINVAL): use a do for one GPU.
  *   Errors: -ENODEV (no such index), -EINVAL (bad attribute).
  *
  * NVS_CMD_SAMPLES_GET
@@ -49,7 +51,10 @@
  *     NVS_A_GPU_INDEX: u32
  *     NVS_A_SAMPLES_NSENSORS: u32    values per sample
  *     NVS_A_SAMPLES_LOST: u64        samples between SINCE and the oldest
- *                                    one still in the ring (first message)
+ *                                    one still in the ring (first message;
+ *                                    again in a later message if more were
+ *                                    overwritten while the dump was being
+ *                                    read: the loss is the sum)
  *     NVS_A_SAMPLES_NEXT: u64        seq to ask for next time (last message)
  *     NVS_A_SAMPLES: nest
  *       NVS_A_SAMPLE: nest, repeated, in seq order
@@ -58,18 +63,22 @@
  *         NVS_SAMPLE_A_VALID: u32    bit i set: value i is valid
  *         NVS_SAMPLE_A_VALUES: binary, NSENSORS x s32 m°C, host order
  *   Sequence numbers start at 1 and never repeat while the module is loaded.
+ *   The dump ends at the newest sample at the time of the request. A SINCE
+ *   beyond the newest sample returns no samples and NEXT = newest + 1.
  *   Errors: -ENODEV, -EINVAL.
  *
  * NVS_CMD_GPU_SET
  *   do; CAP_NET_ADMIN (GENL_ADMIN_PERM).
  *   Request:  NVS_A_GPU_INDEX: u32 (required)
  *             NVS_A_GPU_SAMPLE_HZ: u32 (0..NVS_SAMPLE_HZ_MAX)
- *             NVS_A_SET_THRESHOLD: nest
+ *             NVS_A_SET_THRESHOLD: nest, repeatable (one per sensor)
  *               NVS_THRESH_A_SENSOR: string, sensor label
  *               NVS_THRESH_A_MAX: s32 m°C, NVS_THRESH_MIN_MC..NVS_THRESH_MAX_MC
  *               NVS_THRESH_A_CLEAR: flag, remove the threshold instead
  *             NVS_A_SET_RESET_PEAKS: flag
- *   All values are checked before anything is applied.
+ *   All values are checked before anything is applied. Each threshold
+ *   nest needs SENSOR and exactly one of MAX and CLEAR. A request with
+ *   nothing to set is -EINVAL.
  *   Errors: -EPERM, -ENODEV, -EINVAL / -ERANGE (extack says which), -ENOENT
  *   (no sensor with that label).
  *
@@ -98,10 +107,12 @@
  *       NVS_DMABUF_A_P2P_DISTANCE: s32
  *   A failure after the fd was resolved still returns the reply (with STEP
  *   and ERRNO) so the caller learns how far it got; earlier failures are
- *   plain errors: -EBADF (not an fd), -EINVAL (not a dma-buf), -ENODEV (no
- *   such importer or GPU), -EPERM.
+ *   plain errors: -EBADF (not an fd), -EINVAL (not a dma-buf, or neither
+ *   IMPORTER nor GPU_INDEX given), -ERANGE (negative fd), -ENODEV (no such
+ *   importer or GPU), -EPERM.
  *
- * NVS_CMD_EVENT (multicast, group "events", never requested)
+ * NVS_CMD_EVENT (multicast, group "events", never requested; any user may
+ * subscribe: it carries nothing that hwmon and sysfs do not show to all)
  *     NVS_A_EVENT_TYPE: u32          enum nvs_event
  *     NVS_A_EVENT_TS_NS: u64         CLOCK_MONOTONIC ns
  *     NVS_A_GPU_INDEX, NVS_A_GPU_BUSID

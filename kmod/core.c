@@ -1,0 +1,586 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Discovery and lifetime of GPUs.
+ *
+ * A PCI bus notifier follows devices as they come and go; at load the
+ * devices already present are scanned. A GPU's registers are mapped only
+ * while a driver owns it (simulated GPUs: always), because the owner may
+ * reset or power off the device as it unbinds.
+ *
+ * Locking, outermost first:
+ *   pci_lock_rescan_remove()  scan at load and teardown at unload, so that
+ *                             no device is added or deleted meanwhile
+ *   device_lock(pci dev)      held by the driver core around bind/unbind
+ *                             (never taken here: a probe that rescans
+ *                             would deadlock against the scan)
+ *   nvs_attach_lock           every attach state change (add, map, unmap,
+ *                             hwmon/class registration, delete)
+ *   gpu->lock                 sampler state; never held across hwmon or
+ *                             class (un)registration or kthread_stop(), as
+ *                             their readers take it
+ *   nvs_gpus_lock             list membership and nvs_gen only
+ *
+ * gpuN indexes are never reused while the module is loaded: together with
+ * the per-GPU sample sequence numbers they name a sample unambiguously, so
+ * a stream reader can never mistake a replugged GPU for the one it followed.
+ */
+#include <linux/device.h>
+#include <linux/io.h>
+#include <linux/pci.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include "nvs.h"
+#include "chips.h"
+#include "compat.h"
+
+LIST_HEAD(nvs_gpus);
+DEFINE_MUTEX(nvs_gpus_lock);
+unsigned int nvs_gen;
+
+static DEFINE_MUTEX(nvs_attach_lock);
+static unsigned int nvs_next_index;
+
+#define NVS_SIM_MAX	8
+
+struct nvs_sim {
+	u16 vendor;
+	u16 device;
+	int bar;
+	const struct nvs_chip *chip;
+};
+
+static struct nvs_sim nvs_sims[NVS_SIM_MAX];
+static unsigned int nvs_nsims;
+
+static const char *const nvs_status_names[] = {
+	[NVS_STATUS_OK]			= "ok",
+	[NVS_STATUS_NO_DRIVER]		= "no-driver",
+	[NVS_STATUS_ASLEEP]		= "asleep",
+	[NVS_STATUS_UNAVAILABLE]	= "unavailable",
+	[NVS_STATUS_REMOVED]		= "removed",
+};
+
+const char *nvs_status_str(enum nvs_status st)
+{
+	if ((unsigned int)st >= ARRAY_SIZE(nvs_status_names))
+		return "unknown";
+	return nvs_status_names[st];
+}
+
+void nvs_gpu_set_status(struct nvs_gpu *gpu, enum nvs_status st,
+			const char *reason)
+{
+	lockdep_assert_held(&gpu->lock);
+	if (gpu->status == st && !strcmp(gpu->reason, reason))
+		return;
+	/* once removed, stay removed: late sampler passes must not revive it */
+	if (gpu->removed && st != NVS_STATUS_REMOVED)
+		return;
+	gpu->status = st;
+	strscpy(gpu->reason, reason, sizeof(gpu->reason));
+	nvs_genl_event_gpu(gpu, NVS_EVENT_STATUS_CHANGED);
+}
+
+static void nvs_gpu_release(struct kref *ref)
+{
+	struct nvs_gpu *gpu = container_of(ref, struct nvs_gpu, ref);
+
+	if (gpu->simulated)
+		kfree(gpu->name);
+	kvfree(gpu->ring);
+	pci_dev_put(gpu->pdev);
+	mutex_destroy(&gpu->lock);
+	kfree(gpu);
+}
+
+void nvs_gpu_put(struct nvs_gpu *gpu)
+{
+	if (gpu)
+		kref_put(&gpu->ref, nvs_gpu_release);
+}
+
+struct nvs_gpu *nvs_gpu_get_by_index(unsigned int index)
+{
+	struct nvs_gpu *gpu, *found = NULL;
+
+	mutex_lock(&nvs_gpus_lock);
+	list_for_each_entry(gpu, &nvs_gpus, node) {
+		if (gpu->index == index) {
+			kref_get(&gpu->ref);
+			found = gpu;
+			break;
+		}
+	}
+	mutex_unlock(&nvs_gpus_lock);
+	return found;
+}
+
+struct nvs_gpu *nvs_gpu_get_by_pdev(struct pci_dev *pdev)
+{
+	struct nvs_gpu *gpu, *found = NULL;
+
+	mutex_lock(&nvs_gpus_lock);
+	list_for_each_entry(gpu, &nvs_gpus, node) {
+		if (gpu->pdev == pdev) {
+			kref_get(&gpu->ref);
+			found = gpu;
+			break;
+		}
+	}
+	mutex_unlock(&nvs_gpus_lock);
+	return found;
+}
+
+const char *nvs_gpu_busid(const struct nvs_gpu *gpu)
+{
+	return pci_name(gpu->pdev);
+}
+
+/* Caller holds nvs_attach_lock, which keeps the result alive. */
+static struct nvs_gpu *nvs_find(struct pci_dev *pdev)
+{
+	struct nvs_gpu *gpu = nvs_gpu_get_by_pdev(pdev);
+
+	nvs_gpu_put(gpu);
+	return gpu;
+}
+
+void __iomem *nvs_gpu_reg(struct nvs_gpu *gpu, u32 off)
+{
+	unsigned int i;
+
+	for (i = 0; i < gpu->nwin; i++) {
+		struct nvs_window *w = &gpu->win[i];
+
+		if (off >= w->off && off - w->off + 4 <= w->len)
+			return w->base + (off - w->off);
+	}
+	return NULL;
+}
+
+/* gpu->lock held. Readers see -ENODATA from here on. */
+static void nvs_unmap(struct nvs_gpu *gpu)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&gpu->lock);
+	gpu->mapped = false;
+	for (i = 0; i < gpu->nwin; i++) {
+		iounmap(gpu->win[i].base);
+		gpu->win[i].base = NULL;
+	}
+	gpu->nwin = 0;
+	for (i = 0; i < gpu->nsensors; i++)
+		gpu->sensor[i].valid = false;
+}
+
+/*
+ * ioremap exactly the recipe's windows, nothing else of the BAR, and
+ * without request_mem_region(): the BAR belongs to the GPU's driver.
+ */
+static int nvs_map(struct nvs_gpu *gpu, char *why, size_t whylen)
+{
+	const struct nvs_chip *chip = gpu->chip;
+	struct pci_dev *pdev = gpu->pdev;
+	struct nvs_window win[NVS_MAX_WINDOWS];
+	resource_size_t start, len;
+	unsigned long flags;
+	unsigned int i, n;
+
+	flags = pci_resource_flags(pdev, gpu->bar);
+	start = pci_resource_start(pdev, gpu->bar);
+	len = pci_resource_len(pdev, gpu->bar);
+	if (!(flags & IORESOURCE_MEM) || (flags & IORESOURCE_UNSET) ||
+	    !start || !len) {
+		snprintf(why, whylen, "BAR%d is not an assigned memory BAR",
+			 gpu->bar);
+		return -ENODEV;
+	}
+	if (chip->nwindows > NVS_MAX_WINDOWS) {
+		snprintf(why, whylen, "recipe has too many windows");
+		return -E2BIG;
+	}
+	for (i = 0; i < chip->nwindows; i++) {
+		const struct nvs_chip_window *cw = &chip->windows[i];
+
+		if ((u64)cw->off + cw->len > len) {
+			snprintf(why, whylen, "BAR%d (%llu bytes) too small",
+				 gpu->bar, (unsigned long long)len);
+			return -ENODEV;
+		}
+	}
+
+	for (n = 0; n < chip->nwindows; n++) {
+		win[n].off = chip->windows[n].off;
+		win[n].len = chip->windows[n].len;
+		win[n].base = ioremap(start + win[n].off, win[n].len);
+		if (!win[n].base) {
+			snprintf(why, whylen, "ioremap failed");
+			goto err_unmap;
+		}
+	}
+
+	mutex_lock(&gpu->lock);
+	memcpy(gpu->win, win, sizeof(win[0]) * n);
+	gpu->nwin = n;
+	gpu->mapped = true;
+	nvs_sample_presence(gpu);
+	mutex_unlock(&gpu->lock);
+	return 0;
+
+err_unmap:
+	while (n--)
+		iounmap(win[n].base);
+	return -ENOMEM;
+}
+
+/* vfio-pci hands the device to a guest, which may reset it at any time. */
+static bool nvs_driver_owns(const struct device_driver *drv)
+{
+	return drv && strcmp(drv->name, "vfio-pci");
+}
+
+/* nvs_attach_lock held. A driver owns the GPU (or it is simulated): map. */
+static void nvs_attach(struct nvs_gpu *gpu)
+{
+	char why[48];
+	int ret;
+
+	if (gpu->mapped || gpu->removed)
+		return;
+
+	ret = nvs_map(gpu, why, sizeof(why));
+	if (ret) {
+		pci_warn(gpu->pdev, "gpu%u: not sampling: %s\n", gpu->index,
+			 why);
+		mutex_lock(&gpu->lock);
+		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE, why);
+		mutex_unlock(&gpu->lock);
+		return;
+	}
+
+	ret = nvs_hwmon_register(gpu);
+	if (ret)
+		pci_warn(gpu->pdev, "gpu%u: no hwmon device (%d)\n",
+			 gpu->index, ret);
+
+	mutex_lock(&gpu->lock);
+	nvs_gpu_set_status(gpu, NVS_STATUS_OK, "");
+	nvs_sampler_set_hz(gpu, gpu->sample_hz);	/* wakes the sampler */
+	mutex_unlock(&gpu->lock);
+}
+
+/* nvs_attach_lock held. Stop register access first, then tidy up. */
+static void nvs_detach(struct nvs_gpu *gpu, const char *reason)
+{
+	mutex_lock(&gpu->lock);
+	if (gpu->mapped)
+		nvs_unmap(gpu);
+	nvs_gpu_set_status(gpu, NVS_STATUS_NO_DRIVER, reason);
+	mutex_unlock(&gpu->lock);
+
+	nvs_hwmon_unregister(gpu);
+}
+
+static bool nvs_match(struct pci_dev *pdev, const struct nvs_chip **chip,
+		      const char **name, int *bar, bool *simulated)
+{
+	const struct nvs_chip_id *id;
+	unsigned int i;
+
+	for (i = 0; i < nvs_nsims; i++) {
+		if (nvs_sims[i].vendor == pdev->vendor &&
+		    nvs_sims[i].device == pdev->device) {
+			*chip = nvs_sims[i].chip;
+			*name = NULL;
+			*bar = nvs_sims[i].bar;
+			*simulated = true;
+			return true;
+		}
+	}
+
+	id = nvs_chip_by_id(pdev->vendor, pdev->device);
+	if (!id)
+		return false;
+	*chip = id->chip;
+	*name = id->name;
+	*bar = 0;
+	*simulated = false;
+	return true;
+}
+
+/* nvs_attach_lock held. */
+static void nvs_add(struct pci_dev *pdev)
+{
+	const struct device_driver *drv;
+	const struct nvs_chip *chip;
+	struct nvs_gpu *gpu;
+	const char *name;
+	bool simulated;
+	unsigned int i;
+	int bar, ret;
+
+	if (!nvs_match(pdev, &chip, &name, &bar, &simulated) || nvs_find(pdev))
+		return;
+
+	gpu = kzalloc(sizeof(*gpu), GFP_KERNEL);
+	if (!gpu)
+		goto err_nomem;
+	gpu->ring = kvcalloc(NVS_RING_LEN, sizeof(*gpu->ring), GFP_KERNEL);
+	if (!gpu->ring)
+		goto err_free_gpu;
+	if (simulated) {
+		name = kasprintf(GFP_KERNEL, "Simulated %s", chip->sim_name);
+		if (!name)
+			goto err_free_ring;
+	}
+
+	kref_init(&gpu->ref);
+	mutex_init(&gpu->lock);
+	gpu->pdev = pci_dev_get(pdev);
+	gpu->chip = chip;
+	gpu->name = name;
+	gpu->bar = bar;
+	gpu->simulated = simulated;
+	gpu->index = nvs_next_index++;
+	gpu->sample_hz = nvs_default_hz;
+	gpu->nsensors = min_t(unsigned int, chip->nsensors, NVS_MAX_SENSORS);
+	for (i = 0; i < gpu->nsensors; i++)
+		gpu->sensor[i].present = true;
+	gpu->status = NVS_STATUS_NO_DRIVER;
+	strscpy(gpu->reason, "no driver bound", sizeof(gpu->reason));
+
+	ret = nvs_sampler_start(gpu);
+	if (ret) {
+		pci_err(pdev, "Unable to start the sampler thread (%d)\n", ret);
+		nvs_gpu_put(gpu);
+		return;
+	}
+
+	mutex_lock(&nvs_gpus_lock);
+	list_add_tail(&gpu->node, &nvs_gpus);
+	nvs_gen++;
+	mutex_unlock(&nvs_gpus_lock);
+
+	ret = nvs_sysfs_add(gpu);
+	if (ret)
+		pci_warn(pdev, "gpu%u: no class device (%d)\n", gpu->index, ret);
+
+	pci_info(pdev, "gpu%u: %s (%s%s)\n", gpu->index, gpu->name, chip->name,
+		 simulated ? ", simulated" : "");
+	nvs_genl_event_gpu(gpu, NVS_EVENT_GPU_ADDED);
+
+	/*
+	 * Unlocked look at the driver: a bind or unbind racing with the scan
+	 * at load is followed by its notifier event, which sorts it out.
+	 */
+	drv = READ_ONCE(pdev->dev.driver);
+	mutex_lock(&gpu->lock);
+	gpu->driver_bound = nvs_driver_owns(drv);
+	mutex_unlock(&gpu->lock);
+	if (gpu->driver_bound || simulated)
+		nvs_attach(gpu);
+	else if (drv)
+		nvs_detach(gpu, "bound to vfio-pci");
+	return;
+
+err_free_ring:
+	kvfree(gpu->ring);
+err_free_gpu:
+	kfree(gpu);
+err_nomem:
+	pci_err(pdev, "Unable to allocate GPU state\n");
+}
+
+/* nvs_attach_lock held. Everything the GPU has goes before its pci_dev. */
+static void nvs_del(struct nvs_gpu *gpu)
+{
+	mutex_lock(&nvs_gpus_lock);
+	list_del(&gpu->node);
+	nvs_gen++;
+	mutex_unlock(&nvs_gpus_lock);
+
+	nvs_sampler_stop(gpu);
+	nvs_hwmon_unregister(gpu);
+
+	mutex_lock(&gpu->lock);
+	if (gpu->mapped)
+		nvs_unmap(gpu);
+	nvs_gpu_set_status(gpu, NVS_STATUS_REMOVED, "device removed");
+	gpu->removed = true;
+	mutex_unlock(&gpu->lock);
+
+	nvs_sysfs_remove(gpu);
+	nvs_genl_event_gpu(gpu, NVS_EVENT_GPU_REMOVED);
+	nvs_gpu_put(gpu);
+}
+
+static int nvs_pci_notify(struct notifier_block *nb, unsigned long action,
+			  void *data)
+{
+	struct pci_dev *pdev = to_pci_dev(data);
+	struct nvs_gpu *gpu;
+
+	mutex_lock(&nvs_attach_lock);
+	if (action == BUS_NOTIFY_ADD_DEVICE) {
+		nvs_add(pdev);
+		goto out;
+	}
+	gpu = nvs_find(pdev);
+	if (!gpu)
+		goto out;
+
+	switch (action) {
+	case BUS_NOTIFY_BOUND_DRIVER:
+		mutex_lock(&gpu->lock);
+		gpu->driver_bound = nvs_driver_owns(pdev->dev.driver);
+		mutex_unlock(&gpu->lock);
+		if (gpu->driver_bound)
+			nvs_attach(gpu);
+		else if (!gpu->simulated)
+			nvs_detach(gpu, "bound to vfio-pci");
+		break;
+	case BUS_NOTIFY_UNBIND_DRIVER:
+		/* the driver has not torn down yet: stop reading now */
+		if (!gpu->simulated)
+			nvs_detach(gpu, "driver unbinding");
+		break;
+	case BUS_NOTIFY_UNBOUND_DRIVER:
+	case BUS_NOTIFY_DRIVER_NOT_BOUND:
+		mutex_lock(&gpu->lock);
+		gpu->driver_bound = false;
+		mutex_unlock(&gpu->lock);
+		if (!gpu->simulated)
+			nvs_detach(gpu, "no driver bound");
+		break;
+	case BUS_NOTIFY_DEL_DEVICE:
+		nvs_del(gpu);
+		break;
+	}
+out:
+	mutex_unlock(&nvs_attach_lock);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block nvs_pci_nb = {
+	.notifier_call = nvs_pci_notify,
+};
+
+/* "vendor:device:bar:chip" */
+static int nvs_sim_parse_one(char *s, struct nvs_sim *sim)
+{
+	char *f[4];
+	unsigned int i, bar;
+
+	for (i = 0; i < 4; i++) {
+		f[i] = strsep(&s, ":");
+		if (!f[i] || !*f[i])
+			return -EINVAL;
+	}
+	if (s)
+		return -EINVAL;
+	if (strlen(f[0]) > 4 || kstrtou16(f[0], 16, &sim->vendor) ||
+	    strlen(f[1]) > 4 || kstrtou16(f[1], 16, &sim->device) ||
+	    kstrtouint(f[2], 10, &bar) || bar >= PCI_STD_NUM_BARS)
+		return -EINVAL;
+	sim->bar = bar;
+	sim->chip = nvs_chip_by_name(f[3]);
+	return sim->chip ? 0 : -ENOENT;
+}
+
+static int nvs_sim_parse(const char *param)
+{
+	char *buf, *p, *entry;
+	unsigned int i;
+	int ret = 0;
+
+	nvs_nsims = 0;
+	if (!param || !*param)
+		return 0;
+	buf = kstrdup(param, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+
+	p = buf;
+	while ((entry = strsep(&p, ",")) != NULL) {
+		struct nvs_sim sim;
+		char copy[48];
+
+		strscpy(copy, entry, sizeof(copy));
+		if (nvs_nsims == NVS_SIM_MAX) {
+			pr_err("sim: more than %d entries\n", NVS_SIM_MAX);
+			ret = -EINVAL;
+			break;
+		}
+		ret = nvs_sim_parse_one(entry, &sim);
+		if (ret == -ENOENT) {
+			pr_err("sim: unknown chip in `%s' (known: gb202, gb203, gb205, ad102, ad103, ad104, ad106, ad107, ga102, ga104, ga104gl, ga106)\n",
+			       copy);
+			ret = -EINVAL;
+			break;
+		}
+		if (ret) {
+			pr_err("sim: invalid entry `%s': expected vendor:device:bar:chip in hex:hex:0-5:name, e.g. 1af4:1110:2:gb202\n",
+			       copy);
+			break;
+		}
+		for (i = 0; i < nvs_nsims; i++) {
+			if (nvs_sims[i].vendor == sim.vendor &&
+			    nvs_sims[i].device == sim.device) {
+				pr_err("sim: %04x:%04x given twice\n",
+				       sim.vendor, sim.device);
+				ret = -EINVAL;
+				break;
+			}
+		}
+		if (ret)
+			break;
+		nvs_sims[nvs_nsims++] = sim;
+	}
+	kfree(buf);
+	if (ret)
+		nvs_nsims = 0;
+	return ret;
+}
+
+int nvs_core_init(const char *sim)
+{
+	struct pci_dev *pdev = NULL;
+	int ret;
+
+	ret = nvs_sim_parse(sim);
+	if (ret)
+		return ret;
+
+	/*
+	 * Notifier first, then the scan: a device that appears in between is
+	 * seen twice and deduplicated by nvs_add(), never missed.
+	 */
+	ret = bus_register_notifier(&pci_bus_type, &nvs_pci_nb);
+	if (ret)
+		return ret;
+
+	pci_lock_rescan_remove();
+	while ((pdev = pci_get_device(PCI_ANY_ID, PCI_ANY_ID, pdev)) != NULL) {
+		mutex_lock(&nvs_attach_lock);
+		nvs_add(pdev);
+		mutex_unlock(&nvs_attach_lock);
+	}
+	pci_unlock_rescan_remove();
+	return 0;
+}
+
+void nvs_core_uninit(void)
+{
+	struct nvs_gpu *gpu, *tmp;
+
+	/* no PCI device comes or goes while the GPUs are torn down */
+	pci_lock_rescan_remove();
+	bus_unregister_notifier(&pci_bus_type, &nvs_pci_nb);
+
+	mutex_lock(&nvs_attach_lock);
+	list_for_each_entry_safe(gpu, tmp, &nvs_gpus, node)
+		nvs_del(gpu);
+	mutex_unlock(&nvs_attach_lock);
+	pci_unlock_rescan_remove();
+}

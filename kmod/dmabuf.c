@@ -1,0 +1,485 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The dma-buf capability shim: imports a dma-buf exactly as an RDMA driver
+ * would (drivers/infiniband/core/umem_dmabuf.c order), on a PCI device that
+ * stands for the NIC, and reports what the exporter handed out. Nothing
+ * outlives one call: attach, map, walk, unmap, detach, put.
+ *
+ * Why the details matter:
+ * - NVIDIA's exporter calls to_pci_dev() on the attaching device and only
+ *   accepts a dynamic importer that sets allow_peer2peer, because GPU memory
+ *   has no struct pages. So the importer is always a real PCI device.
+ * - Its scatterlist entries are BAR1 ranges with no pages behind them: only
+ *   sg_dma_address() and sg_dma_len() are meaningful; sg_page(), sg_virt()
+ *   and kmap would crash or lie.
+ * - It is a static exporter (no pin, no move_notify), so the core maps the
+ *   buffer already at attach time: a refusal can surface as an attach error.
+ */
+#include <linux/dma-buf.h>
+#include <linux/dma-direction.h>
+#include <linux/dma-resv.h>
+#include <linux/iommu.h>
+#include <linux/ioport.h>
+#include <linux/jiffies.h>
+#include <linux/mem_encrypt.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/pci.h>
+#include <linux/pci-p2pdma.h>
+#include <linux/scatterlist.h>
+#include <linux/sched.h>
+#include <linux/timekeeping.h>
+#include <net/netlink.h>
+
+#include "compat.h"
+#include "nvs.h"
+
+COMPAT_IMPORT_DMA_BUF();
+
+/*
+ * A static exporter has no fences at all; a dynamic one that is migrating
+ * the buffer normally finishes within milliseconds. Five seconds separates
+ * "busy" from "stuck" without letting one netlink request hang forever.
+ */
+#define NVS_DMABUF_FENCE_MS	5000
+
+struct nvs_dmabuf_import {
+	atomic_t moved;		/* move_notify calls while attached */
+};
+
+/* Both counters and the summary use the uapi verdict order. */
+enum {
+	NVS_RANGE_BAR1,
+	NVS_RANGE_RAM,
+	NVS_RANGE_OTHER,
+	NVS_RANGE_NR
+};
+
+struct nvs_bar_window {
+	u64 start;		/* CPU physical */
+	u64 bus;		/* PCI bus address (equal to start on x86) */
+	u64 len;
+};
+
+static const char * const nvs_step_names[] = {
+	[NVS_DMABUF_STEP_GET] = "get",
+	[NVS_DMABUF_STEP_ATTACH] = "attach",
+	[NVS_DMABUF_STEP_MAP] = "map",
+	[NVS_DMABUF_STEP_FENCE] = "fence",
+	[NVS_DMABUF_STEP_DONE] = "done",
+};
+
+static const char * const nvs_verdict_names[] = {
+	[NVS_DMABUF_VERDICT_UNKNOWN] = "unknown",
+	[NVS_DMABUF_VERDICT_BAR1] = "bar1",
+	[NVS_DMABUF_VERDICT_SYSTEM_RAM] = "system-ram",
+	[NVS_DMABUF_VERDICT_ELSEWHERE] = "elsewhere",
+	[NVS_DMABUF_VERDICT_MIXED] = "mixed",
+};
+
+static const char * const nvs_p2p_names[] = {
+	[NVS_P2P_UNKNOWN] = "unknown",
+	[NVS_P2P_ALLOWED] = "allowed",
+	[NVS_P2P_REFUSED] = "refused",
+	[NVS_P2P_NOT_APPLICABLE] = "n/a",
+};
+
+/*
+ * Nothing to invalidate: the mapping is dropped before the probe returns.
+ * The count only tells the summary that the exporter moved the buffer while
+ * we looked at it, so the addresses reported may already be stale.
+ */
+static void nvs_dmabuf_move_notify(struct dma_buf_attachment *at)
+{
+	struct nvs_dmabuf_import *imp = at->importer_priv;
+
+	atomic_inc(&imp->moved);
+}
+
+static const struct dma_buf_attach_ops nvs_dmabuf_attach_ops = {
+	.allow_peer2peer = true,
+	.COMPAT_DMABUF_NOTIFY = nvs_dmabuf_move_notify,
+};
+
+static int nvs_hex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Exactly n (min..max) hex digits ending at a delimiter; advances *s. */
+static int nvs_parse_hex(const char **s, unsigned int min, unsigned int max,
+			 char delim, u32 *out)
+{
+	unsigned int n = 0;
+	u32 v = 0;
+	int d;
+
+	while ((d = nvs_hex(**s)) >= 0) {
+		if (++n > max)
+			return -EINVAL;
+		v = v << 4 | d;
+		(*s)++;
+	}
+	if (n < min || **s != delim)
+		return -EINVAL;
+	if (delim)
+		(*s)++;
+	*out = v;
+	return 0;
+}
+
+/*
+ * "DDDD:BB:DD.F" as pci_name() prints it (the domain may have up to 8
+ * digits on hosts with VMD), or "BB:DD.F" for domain 0. Nothing else:
+ * no spaces, signs, prefixes or trailing characters.
+ */
+static int nvs_parse_busid(const char *id, u32 *domain, u32 *bus, u32 *devfn)
+{
+	const char *s = id;
+	u32 a, b, dev, fn;
+	long first;
+
+	if (nvs_parse_hex(&s, 2, 8, ':', &a))
+		return -EINVAL;
+	first = s - id - 1;	/* digits before the first colon */
+	if (nvs_parse_hex(&s, 2, 2, ':', &b) == 0) {
+		if (first < 4)
+			return -EINVAL;
+		*domain = a;
+		*bus = b;
+	} else {
+		if (first != 2)
+			return -EINVAL;
+		s = id + 3;
+		*domain = 0;
+		*bus = a;
+	}
+	if (nvs_parse_hex(&s, 2, 2, '.', &dev) || dev > 0x1f)
+		return -EINVAL;
+	if (nvs_parse_hex(&s, 1, 1, '\0', &fn) || fn > 7)
+		return -EINVAL;
+	*devfn = PCI_DEVFN(dev, fn);
+	return 0;
+}
+
+/*
+ * What stands for "BAR1": on a real GPU, BAR 1, the aperture NVIDIA's
+ * exporter hands out. The simulated GPU (ivshmem-plain) has no BAR 1; its
+ * big memory window is the BAR that holds the register file (gpu->bar, BAR 2
+ * for sim=1af4:1110:2:...), the part of that device that plays BAR1's role.
+ */
+static void nvs_dmabuf_bar1(struct nvs_gpu *gpu, struct pci_dev *pdev,
+			    struct nvs_bar_window *w)
+{
+	int bar = gpu->simulated ? gpu->bar : 1;
+
+	w->start = pci_resource_start(pdev, bar);
+	w->len = pci_resource_len(pdev, bar);
+	w->bus = w->len ? pci_bus_address(pdev, bar) : 0;
+}
+
+static bool nvs_in_window(u64 addr, u64 len, u64 start, u64 wlen)
+{
+	return wlen && addr >= start && len <= wlen && addr - start <= wlen - len;
+}
+
+static int nvs_classify_phys(u64 phys, u64 len, const struct nvs_bar_window *w)
+{
+	if (nvs_in_window(phys, len, w->start, w->len) ||
+	    nvs_in_window(phys, len, w->bus, w->len))
+		return NVS_RANGE_BAR1;
+	if (region_intersects(phys, len, IORESOURCE_SYSTEM_RAM,
+			      IORES_DESC_NONE) == REGION_INTERSECTS)
+		return NVS_RANGE_RAM;
+	return NVS_RANGE_OTHER;
+}
+
+/*
+ * Classifies one DMA segment, adding its bytes to bytes[class].
+ *
+ * Without IOMMU translation (no IOMMU, iommu=pt, identity domain) a DMA
+ * address is the physical or bus address itself, apart from the memory
+ * encryption bit, so it can be compared with BAR1 and with the System RAM
+ * resources directly. Behind a translating IOMMU the address is an IOVA:
+ * each page is translated back through the importer's domain. That covers
+ * dma-iommu mappings; an IOVA the domain cannot resolve counts as
+ * "elsewhere". Bounce buffers (swiotlb) are system RAM and reported so.
+ */
+static void nvs_classify_seg(struct iommu_domain *dom, dma_addr_t addr, u64 len,
+			     const struct nvs_bar_window *w, u64 *bytes)
+{
+	u64 done = 0, chunk;
+	phys_addr_t phys;
+
+	if (!dom) {
+		bytes[nvs_classify_phys(__sme_clr((u64)addr), len, w)] += len;
+		return;
+	}
+	while (done < len) {
+		chunk = min_t(u64, len - done, PAGE_SIZE - ((addr + done) & ~PAGE_MASK));
+		phys = iommu_iova_to_phys(dom, addr + done);
+		if (phys)
+			bytes[nvs_classify_phys(phys, chunk, w)] += chunk;
+		else
+			bytes[NVS_RANGE_OTHER] += chunk;
+		done += chunk;
+	}
+}
+
+static u32 nvs_verdict(const u64 *bytes)
+{
+	unsigned int i, kinds = 0, last = 0;
+
+	for (i = 0; i < NVS_RANGE_NR; i++) {
+		if (bytes[i]) {
+			kinds++;
+			last = i;
+		}
+	}
+	if (kinds == 0)
+		return NVS_DMABUF_VERDICT_UNKNOWN;
+	if (kinds > 1)
+		return NVS_DMABUF_VERDICT_MIXED;
+	switch (last) {
+	case NVS_RANGE_BAR1:
+		return NVS_DMABUF_VERDICT_BAR1;
+	case NVS_RANGE_RAM:
+		return NVS_DMABUF_VERDICT_SYSTEM_RAM;
+	default:
+		return NVS_DMABUF_VERDICT_ELSEWHERE;
+	}
+}
+
+static void nvs_dmabuf_walk(struct sg_table *sgt, struct device *dev,
+			    const struct nvs_bar_window *w,
+			    struct nvs_dmabuf_report *rep)
+{
+	struct iommu_domain *dom = iommu_get_domain_for_dev(dev);
+	u64 bytes[NVS_RANGE_NR] = {};
+	struct scatterlist *sg;
+	unsigned int i;
+	u64 len;
+
+	if (dom && !(dom->type & __IOMMU_DOMAIN_PAGING))
+		dom = NULL;	/* identity or blocked: addresses are physical */
+
+	rep->seg_min = U64_MAX;
+	for_each_sgtable_dma_sg(sgt, sg, i) {
+		len = sg_dma_len(sg);
+		rep->nents++;
+		rep->mapped += len;
+		rep->seg_min = min(rep->seg_min, len);
+		rep->seg_max = max(rep->seg_max, len);
+		if (len)
+			nvs_classify_seg(dom, sg_dma_address(sg), len, w, bytes);
+		if ((i & 4095) == 4095)
+			cond_resched();	/* 1 GiB of 4 KiB pages is 262144 entries */
+	}
+	if (!rep->nents)
+		rep->seg_min = 0;
+	rep->verdict = nvs_verdict(bytes);
+}
+
+/*
+ * The GPU's PCI device with our own reference, or NULL once core has seen it
+ * removed (gpu->pdev is only trusted under gpu->lock while !removed).
+ */
+static struct pci_dev *nvs_dmabuf_gpu_pdev(struct nvs_gpu *gpu)
+{
+	struct pci_dev *pdev = NULL;
+
+	mutex_lock(&gpu->lock);
+	if (!gpu->removed && gpu->pdev)
+		pdev = pci_dev_get(gpu->pdev);
+	mutex_unlock(&gpu->lock);
+	return pdev;
+}
+
+static int nvs_dmabuf_importer(const char *importer, struct pci_dev *gpu_pdev,
+			       struct pci_dev **out, struct netlink_ext_ack *extack)
+{
+	u32 domain, bus, devfn;
+	struct pci_dev *pdev;
+
+	if (!importer) {
+		if (!gpu_pdev) {
+			NL_SET_ERR_MSG(extack, "Name an importer PCI device or a GPU");
+			return -EINVAL;
+		}
+		*out = pci_dev_get(gpu_pdev);
+		return 0;
+	}
+	if (strnlen(importer, NVS_BUSID_LEN) >= NVS_BUSID_LEN ||
+	    nvs_parse_busid(importer, &domain, &bus, &devfn)) {
+		NL_SET_ERR_MSG(extack, "Importer must be a PCI bus id such as 0000:01:00.0");
+		return -EINVAL;
+	}
+	pdev = pci_get_domain_bus_and_slot(domain, bus, devfn);
+	if (!pdev) {
+		NL_SET_ERR_MSG(extack, "No PCI device with that bus id");
+		return -ENODEV;
+	}
+	*out = pdev;
+	return 0;
+}
+
+static void nvs_dmabuf_p2p(struct pci_dev *gpu_pdev, struct pci_dev *ipdev,
+			   struct nvs_dmabuf_report *rep)
+{
+	if (!gpu_pdev) {
+		rep->p2p = NVS_P2P_NOT_APPLICABLE;
+		return;
+	}
+	if (!IS_ENABLED(CONFIG_PCI_P2PDMA)) {
+		rep->p2p = NVS_P2P_UNKNOWN;
+		return;
+	}
+	/* Not verbose: a refused pair would otherwise warn on every probe. */
+	rep->p2p_distance = pci_p2pdma_distance(gpu_pdev, &ipdev->dev, false);
+	rep->p2p = rep->p2p_distance >= 0 ? NVS_P2P_ALLOWED : NVS_P2P_REFUSED;
+}
+
+static void nvs_dmabuf_record(struct nvs_gpu *gpu,
+			      const struct nvs_dmabuf_report *rep, int moved)
+{
+	time64_t now = ktime_get_real_seconds();
+
+	mutex_lock(&gpu->lock);
+	if (rep->step == NVS_DMABUF_STEP_DONE && !rep->err)
+		scnprintf(gpu->dmabuf_last, sizeof(gpu->dmabuf_last),
+			  "%ptT UTC ok exporter=%s importer=%s size=%llu nents=%u seg=%llu..%llu verdict=%s p2p=%s%s",
+			  &now, rep->exporter, rep->importer, rep->size,
+			  rep->nents, rep->seg_min, rep->seg_max,
+			  nvs_verdict_names[rep->verdict],
+			  nvs_p2p_names[rep->p2p], moved ? " moved" : "");
+	else
+		scnprintf(gpu->dmabuf_last, sizeof(gpu->dmabuf_last),
+			  "%ptT UTC failed step=%s errno=%d exporter=%s importer=%s size=%llu p2p=%s",
+			  &now, nvs_step_names[rep->step], rep->err,
+			  rep->exporter[0] ? rep->exporter : "-",
+			  rep->importer[0] ? rep->importer : "-", rep->size,
+			  nvs_p2p_names[rep->p2p]);
+	mutex_unlock(&gpu->lock);
+}
+
+int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
+		     struct nvs_dmabuf_report *rep, struct netlink_ext_ack *extack)
+{
+	struct nvs_dmabuf_import imp = { .moved = ATOMIC_INIT(0) };
+	struct pci_dev *gpu_pdev = NULL, *ipdev = NULL;
+	struct nvs_bar_window w = {};
+	struct dma_buf_attachment *at;
+	struct sg_table *sgt;
+	struct dma_buf *buf;
+	long left;
+	int ret;
+
+	memset(rep, 0, sizeof(*rep));
+	rep->step = NVS_DMABUF_STEP_GET;
+	rep->verdict = NVS_DMABUF_VERDICT_UNKNOWN;
+	rep->p2p = gpu ? NVS_P2P_UNKNOWN : NVS_P2P_NOT_APPLICABLE;
+
+	/*
+	 * Hot-removal waits while we hold the importer: with an IOMMU, mapping
+	 * for a device whose group is being torn down is not safe, and the
+	 * answer would be about a device that no longer exists anyway.
+	 */
+	pci_lock_rescan_remove();
+	if (gpu) {
+		gpu_pdev = nvs_dmabuf_gpu_pdev(gpu);
+		if (!gpu_pdev) {
+			NL_SET_ERR_MSG(extack, "The GPU was removed");
+			ret = -ENODEV;
+			goto unlock;
+		}
+		nvs_dmabuf_bar1(gpu, gpu_pdev, &w);
+		rep->bar1_start = w.start;
+		rep->bar1_len = w.len;
+	}
+	ret = nvs_dmabuf_importer(importer, gpu_pdev, &ipdev, extack);
+	if (ret)
+		goto put_gpu;
+	if (!device_is_registered(&ipdev->dev)) {
+		NL_SET_ERR_MSG(extack, "The importer device was removed");
+		ret = -ENODEV;
+		goto put_importer;
+	}
+	strscpy(rep->importer, pci_name(ipdev), sizeof(rep->importer));
+	nvs_dmabuf_p2p(gpu_pdev, ipdev, rep);
+
+	buf = dma_buf_get(fd);
+	if (IS_ERR(buf)) {
+		ret = PTR_ERR(buf);
+		if (ret == -EBADF)
+			NL_SET_ERR_MSG(extack, "Not an open file descriptor of the caller");
+		else
+			NL_SET_ERR_MSG(extack, "The file descriptor is not a dma-buf");
+		goto put_importer;
+	}
+	rep->size = buf->size;
+	strscpy(rep->exporter, buf->exp_name ? buf->exp_name : "", sizeof(rep->exporter));
+
+	rep->step = NVS_DMABUF_STEP_ATTACH;
+	at = dma_buf_dynamic_attach(buf, &ipdev->dev, &nvs_dmabuf_attach_ops, &imp);
+	if (IS_ERR(at)) {
+		ret = PTR_ERR(at);
+		NL_SET_ERR_MSG(extack, "The exporter refused the peer-to-peer attachment");
+		goto put_buf;
+	}
+
+	rep->step = NVS_DMABUF_STEP_MAP;
+	dma_resv_lock(buf->resv, NULL);
+	sgt = dma_buf_map_attachment(at, DMA_BIDIRECTIONAL);
+	dma_resv_unlock(buf->resv);
+	if (IS_ERR(sgt)) {
+		ret = PTR_ERR(sgt);
+		NL_SET_ERR_MSG(extack, "The exporter refused to map the buffer for the importer");
+		goto detach;
+	}
+
+	rep->step = NVS_DMABUF_STEP_FENCE;
+	left = dma_resv_wait_timeout(buf->resv, DMA_RESV_USAGE_KERNEL, true,
+				     msecs_to_jiffies(NVS_DMABUF_FENCE_MS));
+	if (left <= 0) {
+		ret = left ? (int)left : -ETIMEDOUT;
+		if (ret == -ERESTARTSYS)
+			ret = -EINTR;	/* netlink does not restart requests */
+		if (left)
+			NL_SET_ERR_MSG(extack, "Interrupted while waiting for the exporter's fences");
+		else
+			NL_SET_ERR_MSG(extack, "The exporter's fences did not signal in time");
+		goto unmap;
+	}
+
+	nvs_dmabuf_walk(sgt, &ipdev->dev, &w, rep);
+	rep->step = NVS_DMABUF_STEP_DONE;
+	ret = 0;
+
+unmap:
+	dma_resv_lock(buf->resv, NULL);
+	dma_buf_unmap_attachment(at, sgt, DMA_BIDIRECTIONAL);
+	dma_resv_unlock(buf->resv);
+detach:
+	dma_buf_detach(buf, at);
+put_buf:
+	dma_buf_put(buf);
+	rep->err = -ret;
+	/* Past the fd lookup the reply carries the failing step instead. */
+	ret = 0;
+put_importer:
+	pci_dev_put(ipdev);
+put_gpu:
+	pci_dev_put(gpu_pdev);
+unlock:
+	pci_unlock_rescan_remove();
+	if (ret)
+		rep->err = -ret;
+	if (gpu)
+		nvs_dmabuf_record(gpu, rep, atomic_read(&imp.moved));
+	return ret;
+}

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nvsidecar: hidden NVIDIA GPU thermal sensors through hwmon, sysfs and
+ * generic netlink, read beside the NVIDIA driver without touching it.
+ */
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include "nvs.h"
+#include "compat.h"
+
+static char *sim;
+module_param(sim, charp, 0444);
+MODULE_PARM_DESC(sim, "Treat PCI devices as GPUs for testing: vendor:device:bar:chip[,...], e.g. 1af4:1110:2:gb202");
+
+unsigned int nvs_default_hz = 50;
+
+static int sample_hz_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 0, NVS_SAMPLE_HZ_MAX);
+}
+
+static const struct kernel_param_ops sample_hz_ops = {
+	.set = sample_hz_set,
+	.get = param_get_uint,
+};
+
+/* Read-only after load: per-GPU rates are set through sysfs or netlink. */
+module_param_cb(sample_hz, &sample_hz_ops, &nvs_default_hz, 0444);
+MODULE_PARM_DESC(sample_hz, "Default sampling rate in Hz, 0-1000; 0 reads on demand (default 50)");
+
+static int __init nvs_mod_init(void)
+{
+	int ret;
+
+	ret = nvs_genl_init();
+	if (ret)
+		return ret;
+
+	ret = nvs_sysfs_init();
+	if (ret)
+		goto err_genl;
+
+	ret = nvs_core_init(sim);
+	if (ret)
+		goto err_sysfs;
+
+	pr_info("version %s loaded, sampling at %u Hz\n", NVS_VERSION,
+		nvs_default_hz);
+	return 0;
+
+err_sysfs:
+	nvs_sysfs_uninit();
+err_genl:
+	nvs_genl_uninit();
+	return ret;
+}
+
+static void __exit nvs_mod_exit(void)
+{
+	nvs_core_uninit();
+	nvs_sysfs_uninit();
+	nvs_genl_uninit();
+}
+
+module_init(nvs_mod_init);
+module_exit(nvs_mod_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_AUTHOR("nvsidecar developers");
+MODULE_DESCRIPTION("Hidden NVIDIA GPU thermal sensors (hwmon, sysfs, generic netlink)");
+MODULE_VERSION(NVS_VERSION);
+MODULE_ALIAS_GENL_FAMILY(NVS_GENL_NAME);

@@ -1,0 +1,315 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+#
+# The netlink CLI (status, thermal, set, events) and libnvsidecar without
+# the module: usage, --help, argument checking, the "module not loaded"
+# message and exit code, atomic --record, the output formats (JSON checked
+# by python3's parser), the man page and bash completion. Everything runs
+# under AddressSanitizer/UBSan/LeakSanitizer ($NVS_BUILD/asan), and the
+# same cases once more under valgrind with a plain build ($NVS_BUILD/plain).
+set -u
+# shellcheck source=../lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+
+asan=$NVS_BUILD/asan
+plain=$NVS_BUILD/plain
+unit=$NVS_BUILD/unit-cli
+work=$(mktemp -d /tmp/nvs-cli.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$asan" "$plain" "$unit"
+
+export ASAN_OPTIONS=exitcode=97:detect_leaks=1:abort_on_error=0
+export LSAN_OPTIONS=exitcode=97
+export UBSAN_OPTIONS=halt_on_error=1:exitcode=97:print_stacktrace=1
+export NO_COLOR=1
+
+if ! make -C "$NVS_TOP/user" O="$asan" ASAN=1 -j2 >"$work/build-asan.log" 2>&1; then
+	t_fail cli-build-asan "$(tail -n 5 "$work/build-asan.log" | tr '\n' ' ')"
+	exit 0
+fi
+t_pass cli-build-asan
+if ! make -C "$NVS_TOP/user" O="$plain" -j2 >"$work/build-plain.log" 2>&1; then
+	t_fail cli-build-plain "$(tail -n 5 "$work/build-plain.log" | tr '\n' ' ')"
+	exit 0
+fi
+bin=$asan/nvsidecar
+
+# sanitizer_clean FILE: no ASan/LSan/UBSan report in FILE.
+sanitizer_clean() {
+	! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: UndefinedBehavior' "$1"
+}
+
+# expect NAME RC REGEX CMD...: runs the ASan CLI with CMD as arguments;
+# passes if it exits RC, its stdout+stderr match REGEX (grep -E, "" for
+# any) and no sanitizer complained. vexpect does the same and also queues
+# the arguments for the valgrind pass at the end (plain build; valgrind is
+# slow, so one case of each kind).
+vg_cases=()
+vexpect() {
+	vg_cases+=("$(printf '%q ' "${@:4}")")
+	expect "$@"
+}
+expect() {
+	local name=$1 rc=$2 re=$3 got
+	shift 3
+	"$bin" "$@" >"$work/out" 2>&1
+	got=$?
+	if ! sanitizer_clean "$work/out"; then
+		t_fail "$name" "sanitizer: $(grep -m1 -E 'ERROR|runtime error' "$work/out")"
+	elif ((got != rc)); then
+		t_fail "$name" "exit $got, want $rc: $(head -c 300 "$work/out" | tr '\n' ' ')"
+	elif [[ -n $re ]] && ! grep -qE -- "$re" "$work/out"; then
+		t_fail "$name" "output does not match /$re/: $(head -c 300 "$work/out" | tr '\n' ' ')"
+	else
+		t_pass "$name"
+	fi
+}
+
+nomod='not registered: load the module with `modprobe nvsidecar'"'"'.*`dkms status nvsidecar'"'"
+usage_re='^Usage: .*nvsidecar'
+
+# --- dispatcher and --help ----------------------------------------------
+vexpect cli-no-args 1 'Available subcommands'
+vexpect cli-help 0 'status +Shows the module' --help
+vexpect cli-unknown-subcommand 1 'Invalid subcommand: `frobnicate'"'" frobnicate
+for sub in status thermal set events; do
+	vexpect "cli-$sub-help" 0 'Exit codes: 0 success' "$sub" --help
+	"$bin" "$sub" --help 2>/dev/null | grep -qE "$usage_re $sub" ||
+		t_fail "cli-$sub-help-stdout" "--help does not print its usage line on stdout"
+done
+
+# --- the module is not loaded on this host --------------------------------
+if [[ -d /sys/module/nvsidecar ]]; then
+	for t in status thermal thermal-json events set record-cleanup; do
+		t_skip "cli-nomodule-$t" "the nvsidecar module is loaded on this host"
+	done
+else
+	vexpect cli-nomodule-status 3 "$nomod" status
+	expect cli-nomodule-thermal 3 "$nomod" thermal
+	vexpect cli-nomodule-thermal-json 3 "$nomod" thermal --json
+	vexpect cli-nomodule-events 3 "$nomod" events --timeout 1
+	vexpect cli-nomodule-set 3 "$nomod" set 0 reset-peaks
+	# The temporary file made before the module was asked must be gone.
+	mkdir "$work/rec"
+	vexpect cli-nomodule-record-cleanup 3 "$nomod" thermal --record "$work/rec/x.csv" --duration 1
+	if [[ -n $(ls -A "$work/rec") ]]; then
+		t_fail cli-nomodule-record-leftover "left behind: $(ls -A "$work/rec" | tr '\n' ' ')"
+	else
+		t_pass cli-nomodule-record-leftover
+	fi
+fi
+
+# --- bad arguments: all refused before the kernel is asked (exit 2) -------
+expect cli-status-extra-arg 2 'Unknown argument: `--frob'"'" status --frob
+expect cli-set-no-gpu 2 'Missing the GPU' set
+expect cli-set-nothing 2 'Nothing to change' set 0
+expect cli-set-hz-negative 2 'Invalid sample rate \(0 to 1000\): `-1'"'" set 0 sample-hz -1
+vexpect cli-set-hz-huge 2 'Invalid sample rate' set 0 sample-hz 99999999999999999999999
+expect cli-set-hz-over-max 2 'Invalid sample rate' set 0 sample-hz 1001
+expect cli-set-hz-text 2 'Invalid sample rate' set 0 sample-hz fast
+expect cli-set-hz-hex 2 'Invalid sample rate' set 0 sample-hz 0x10
+expect cli-set-hz-missing 2 'Missing value for `sample-hz'"'" set 0 sample-hz
+expect cli-set-hz-twice 2 'sample-hz given twice' set 0 sample-hz 50 sample-hz 60
+expect cli-set-thresh-high 2 'Invalid threshold \(-40 to 200' set 0 threshold hotspot 200.001
+expect cli-set-thresh-low 2 'Invalid threshold' set 0 threshold hotspot -41
+expect cli-set-thresh-text 2 'Invalid threshold' set 0 threshold hotspot warm
+vexpect cli-set-thresh-precision 2 'Invalid threshold' set 0 threshold hotspot 95.0001
+expect cli-set-thresh-nan 2 'Invalid threshold' set 0 threshold hotspot nan
+expect cli-set-thresh-missing 2 'Missing value for `threshold'"'" set 0 threshold hotspot
+expect cli-set-thresh-two 2 'Only one threshold' set 0 threshold hotspot 90 threshold ch0 90
+expect cli-set-sensor-empty 2 'Invalid sensor label' set 0 threshold '' 90
+expect cli-set-sensor-long 2 'Invalid sensor label' set 0 threshold aaaaaaaaaaaaaaaaaaaaaaaaaaa 90
+expect cli-set-unknown 2 'Unknown setting: `fan'"'" set 0 fan 100
+expect cli-thermal-json-dump 2 'Choose one of' thermal --json --dump
+expect cli-thermal-watch-record 2 'Choose one of' thermal --watch --record x.csv --duration 1
+expect cli-thermal-record-no-duration 2 'go together' thermal --record x.csv
+expect cli-thermal-duration-no-record 2 'go together' thermal --duration 5
+expect cli-thermal-record-empty 2 'Empty file name' thermal --record '' --duration 1
+expect cli-thermal-duration-zero 2 'Invalid --duration' thermal --record x.csv --duration 0
+expect cli-thermal-duration-negative 2 'Invalid --duration' thermal --record x.csv --duration -5
+expect cli-thermal-duration-text 2 'Invalid --duration' thermal --record x.csv --duration soon
+vexpect cli-thermal-duration-unit 2 'Invalid --duration' thermal --record x.csv --duration 10x
+expect cli-thermal-duration-huge 2 'Invalid --duration' thermal --record x.csv --duration 99999999999999999999h
+expect cli-thermal-duration-8days 2 'Invalid --duration' thermal --record x.csv --duration 8d
+expect cli-thermal-duration-missing 2 'Missing value for `--duration'"'" thermal --record x.csv --duration
+expect cli-thermal-interval-small 2 'Invalid --interval \(0.05 s' thermal --watch --interval 0.01
+expect cli-thermal-interval-text 2 'Invalid --interval' thermal --watch --interval often
+expect cli-thermal-count-zero 2 'Invalid --count' thermal --watch --count 0
+expect cli-thermal-count-no-watch 2 'only applies to --watch' thermal --count 3
+expect cli-thermal-allow-loss-alone 2 'only applies to --record' thermal --allow-loss
+expect cli-thermal-unknown 2 'Unknown argument: `--celsius'"'" thermal --celsius
+expect cli-events-count-negative 2 'Invalid --count' events --count -1
+vexpect cli-events-timeout-text 2 'Invalid --timeout' events --timeout later
+expect cli-events-timeout-zero 2 'Invalid --timeout' events --timeout 0
+expect cli-events-unknown 2 'Unknown argument' events --follow
+
+# --- --record paths that cannot be written: clear error, nothing left -----
+expect cli-record-proc 1 'Unable to create a file next to `/proc/nvs-x.csv'"'" \
+	thermal --record /proc/nvs-x.csv --duration 1
+vexpect cli-record-notdir 1 'Unable to create a file next to .*Not a directory' \
+	thermal --record /etc/hostname/x.csv --duration 1
+expect cli-record-nodir 1 'No such file or directory' \
+	thermal --record "$work/missing/x.csv" --duration 1
+if command -v setpriv >/dev/null && ((EUID == 0)); then
+	mkdir -m 755 "$work/ro"
+	setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+		"$plain/nvsidecar" thermal --record "$work/ro/x.csv" --duration 1 >"$work/out" 2>&1
+	rc=$?
+	if ((rc == 1)) && grep -q 'Permission denied' "$work/out" && [[ -z $(ls -A "$work/ro") ]]; then
+		t_pass cli-record-unwritable
+	else
+		t_fail cli-record-unwritable "exit $rc, left: $(ls -A "$work/ro" | tr '\n' ' ') $(head -c 200 "$work/out")"
+	fi
+else
+	t_skip cli-record-unwritable "needs root and setpriv to try as an unprivileged user"
+fi
+
+# --- unit tests of the pure functions and the formatters ------------------
+cc_unit() {
+	local out=$1
+	shift
+	${CC:-gcc} -std=gnu11 -D_GNU_SOURCE -DNVS_TOOL_VERSION='"test"' -O1 -g \
+		-Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
+		-I"$NVS_TOP/user" -I"$NVS_TOP/user/lib" -I"$NVS_TOP/kmod/uapi" \
+		$(pkg-config --cflags libnl-genl-3.0) -o "$unit/$out" "$@" \
+		"$NVS_TOP/user/json.c" "$asan/libnvsidecar.a" $(pkg-config --libs libnl-genl-3.0) \
+		>"$unit/$out.log" 2>&1 || { t_fail "cli-unit-build-$out" "$(head -n 5 "$unit/$out.log" | tr '\n' ' ')"; return 1; }
+}
+
+if cc_unit cli-util "$NVS_TOP/tests/unit/cli-util.c"; then
+	"$unit/cli-util" >"$work/out" 2>&1
+	rc=$?
+	if ((rc == 0)) && sanitizer_clean "$work/out"; then
+		t_pass cli-unit-parse-format
+	else
+		t_fail cli-unit-parse-format "$(grep -m3 -E 'FAIL|ERROR|runtime' "$work/out" | tr '\n' ' ')"
+	fi
+fi
+
+for kind in THERMAL STATUS EVENTS; do
+	cc_unit "cli-format-$kind" -DFMT_$kind "$NVS_TOP/tests/unit/cli-format.c" || continue
+done
+
+# fmt KIND MODE: output of a formatter, or fails on a sanitizer report.
+fmt() {
+	"$unit/cli-format-$1" "$2" >"$work/fmt" 2>"$work/fmt.err" && sanitizer_clean "$work/fmt.err" &&
+		cat "$work/fmt"
+}
+
+for kind in THERMAL STATUS; do
+	k=${kind,,}
+	if out=$(fmt "$kind" json) && python3 -c 'import json, sys; json.load(sys.stdin)' <<<"$out"; then
+		t_pass "cli-$k-json-parses"
+	else
+		t_fail "cli-$k-json-parses" "python3 rejects it: $(head -c 200 <<<"$out")"
+	fi
+done
+out=$(fmt THERMAL json)
+if python3 - "$out" <<'EOF'; then
+import json, sys
+d = json.loads(sys.argv[1])
+g = d["gpus"][0]
+s = g["sensors"]
+assert [x["label"] for x in s] == ["hotspot", "average", "ch0", "mem0"], s
+assert s[0]["mc"] == 60000 and s[0]["max_mc"] == 55000 and s[0]["alarm"] is True
+assert s[3]["valid"] is False and s[3]["mc"] is None
+assert d["gpus"][1]["status"] == "no-driver"
+EOF
+	t_pass cli-thermal-json-content
+else
+	t_fail cli-thermal-json-content "values differ from the fixture"
+fi
+out=$(fmt STATUS json)
+python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["gpus"][1]["reason"] == "driver \"nvidia\"\tunbound\n\\ \x01", d["gpus"][1]["reason"]' <<<"$out" &&
+	t_pass cli-status-json-escapes || t_fail cli-status-json-escapes "control characters or quotes not round-tripped"
+
+if out=$(fmt EVENTS json) && python3 -c '
+import json, sys
+lines = sys.stdin.read().splitlines()
+ev = [json.loads(l) for l in lines]
+assert [e["type"] for e in ev] == ["threshold-crossed", "threshold-cleared", "status-changed", "unknown"], ev
+assert ev[0]["sensor"]["mc"] == 96250 and ev[2]["reason"] == "quote \" backslash \\"
+' <<<"$out"; then
+	t_pass cli-events-json-lines
+else
+	t_fail cli-events-json-lines "not one valid JSON object per line: $(head -c 200 <<<"$out")"
+fi
+out=$(fmt EVENTS human)
+if grep -qx '\[12345.678901\] gpu0 0000:03:00.0 threshold-crossed hotspot 96.25 °C > 95.0 °C' <<<"$out"; then
+	t_pass cli-events-human
+else
+	t_fail cli-events-human "unexpected line: $(head -n 1 <<<"$out")"
+fi
+
+# --dump: the documented columns, in order, exactly.
+want=$'0\t0000:03:00.0\t0\thotspot\t1\t60000\t60000\t-5250\t55000\t1\n0\t0000:03:00.0\t1\taverage\t1\t61001\t90000\t-5250\t-\t0\n0\t0000:03:00.0\t2\tch0\t1\t62002\t90000\t-5250\t-\t0\n0\t0000:03:00.0\t3\tmem0\t0\t-\t-\t-\t-\t0'
+out=$(fmt THERMAL dump)
+if [[ $out == "$want" ]]; then
+	t_pass cli-thermal-dump-columns
+else
+	t_fail cli-thermal-dump-columns "got: $(head -n 2 <<<"$out" | tr '\t\n' '|;')"
+fi
+out=$(fmt THERMAL table)
+if grep -qE '^gpu0 +hotspot +60\.0\* +60\.0 +-5\.25 +55\.0 +ALARM$' <<<"$out" && ! grep -q $'\e' <<<"$out"; then
+	t_pass cli-thermal-table
+else
+	t_fail cli-thermal-table "unexpected table: $(head -n 2 <<<"$out" | tr '\n' ';')"
+fi
+
+# --- man page and completion ----------------------------------------------
+man8=$NVS_TOP/docs/nvsidecar.8
+if [[ ! -f $man8 ]]; then
+	t_fail cli-man-renders "docs/nvsidecar.8 is missing"
+elif warn=$(LC_ALL=C.UTF-8 groff -man -ww -z -Tutf8 "$man8" 2>&1) && [[ -z $warn ]] &&
+	MANWIDTH=80 man -l "$man8" 2>/dev/null | grep -q '^NAME'; then
+	t_pass cli-man-renders
+else
+	t_fail cli-man-renders "groff: $(head -n 3 <<<"$warn" | tr '\n' ' ')"
+fi
+# Every subcommand of the dispatcher table has an entry in the man page.
+missing=
+for sub in $(sed -n 's/^\t{ "\([a-z0-9-]*\)", .*/\1/p' "$NVS_TOP/user/nvsidecar.c"); do
+	sed 's/\\-/-/g' "$man8" 2>/dev/null | grep -qE "^\.SS \"?$sub( |\"|$)" || missing+=" $sub"
+done
+if [[ -z $missing ]]; then t_pass cli-man-covers-subcommands; else t_fail cli-man-covers-subcommands "no .SS for:$missing"; fi
+
+comp=$NVS_TOP/scripts/completion/nvsidecar.bash
+# complete_words WORD...: what the completion offers for the last word.
+complete_words() {
+	bash -c '
+		. "$1"; shift
+		COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+		COMP_LINE="${COMP_WORDS[*]}"; COMP_POINT=${#COMP_LINE}
+		_nvsidecar nvsidecar "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$comp" "$@" 2>&1
+}
+if [[ ! -f $comp ]] || ! bash -n "$comp"; then
+	t_fail cli-completion "scripts/completion/nvsidecar.bash is missing or not valid bash"
+else
+	ok=1
+	grep -qx thermal <<<"$(complete_words nvsidecar th)" || ok=0
+	grep -qx -- --record <<<"$(complete_words nvsidecar thermal --re)" || ok=0
+	grep -qx sample-hz <<<"$(complete_words nvsidecar set 0 s)" || ok=0
+	grep -qx -- --timeout <<<"$(complete_words nvsidecar events --t)" || ok=0
+	[[ -z $(complete_words nvsidecar thermal --duration '') ]] || ok=0
+	if ((ok)); then t_pass cli-completion; else t_fail cli-completion "missing subcommands or options"; fi
+fi
+
+# --- the same CLI cases under valgrind -------------------------------------
+if ! command -v valgrind >/dev/null; then
+	t_skip cli-valgrind "valgrind is not installed (scripts/deps.sh installs it)"
+else
+	bad=
+	for c in "${vg_cases[@]}"; do
+		eval "args=($c)"
+		valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+			--show-leak-kinds=definite "$plain/nvsidecar" "${args[@]}" >/dev/null 2>"$work/vg"
+		(($? == 99)) && bad+=" [${args[*]}]: $(grep -m1 '==' "$work/vg")"
+	done
+	if [[ -z $bad ]]; then
+		t_pass cli-valgrind
+	else
+		t_fail cli-valgrind "${bad:0:400}"
+	fi
+fi
+exit 0

@@ -1,0 +1,403 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+#
+# topo, p2p and nccl-check without a GPU:
+#  - topo on crafted lspci -xxxx dumps (tests/topo/, made by mkdump.py): a
+#    5090 with 32 GiB ReBAR supported but 256 MiB current, ACS redirect on a
+#    switch downstream port, a Gen3 x8 link, pair classes; JSON through
+#    python3; unreadable and garbage dumps; this machine's sysfs;
+#  - p2p against the fake multi-GPU libcuda (tests/p2p/fakecuda.c, built
+#    here): correct matrices for several device counts and peer maps, one
+#    corrupted byte caught with its offset, the ladder, bad options;
+#  - nccl-check on fixture logs (tests/nccl/) with --expect exit codes,
+#    stdin, truncated, garbage and binary input.
+# Everything runs under ASan/UBSan/LSan; a subset again under valgrind.
+set -u
+# shellcheck source=../lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+
+asan=$NVS_BUILD/asan
+plain=$NVS_BUILD/plain
+fake=$NVS_BUILD/fakecuda
+work=$(mktemp -d /tmp/nvs-p2p.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$asan" "$plain" "$fake"
+topo=$NVS_TOP/tests/topo
+nccl=$NVS_TOP/tests/nccl
+
+export ASAN_OPTIONS=exitcode=97:detect_leaks=1:abort_on_error=0
+export LSAN_OPTIONS=exitcode=97
+export UBSAN_OPTIONS=halt_on_error=1:exitcode=97:print_stacktrace=1
+export NO_COLOR=1
+
+if ! make -C "$NVS_TOP/user" O="$asan" ASAN=1 -j2 >"$work/build-asan.log" 2>&1; then
+	t_fail p2p-build-asan "$(grep -m3 -E 'error' "$work/build-asan.log" | tr '\n' ' ')"
+	exit 0
+fi
+if ! make -C "$NVS_TOP/user" O="$plain" -j2 >"$work/build-plain.log" 2>&1; then
+	t_fail p2p-build-plain "$(grep -m3 -E 'error' "$work/build-plain.log" | tr '\n' ' ')"
+	exit 0
+fi
+if ! cc -std=gnu11 -Wall -Wextra -Werror -O2 -shared -fPIC -o "$fake/libcuda.so.1" \
+	"$NVS_TOP/tests/p2p/fakecuda.c" 2>"$work/build-fake.log"; then
+	t_fail p2p-build-fake "$(head -n 3 "$work/build-fake.log" | tr '\n' ' ')"
+	exit 0
+fi
+t_pass p2p-build
+bin=$asan/nvsidecar
+lib=$fake/libcuda.so.1
+
+sanitizer_clean() {
+	! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: UndefinedBehavior' "$1"
+}
+
+# run ARGS...: the ASan CLI; stdout in $work/out, stderr in $work/err, $rc.
+run() {
+	"$bin" "$@" >"$work/out" 2>"$work/err"
+	rc=$?
+}
+
+# check NAME WANT_RC [PYTHON-ASSERTIONS]: judges the last run. The python
+# code sees the parsed JSON stdout as `d' (when stdout is JSON) and the
+# text as `out' and `err'; it fails the test by raising.
+check() {
+	local name=$1 want=$2 py=${3:-} msg
+	if ! sanitizer_clean "$work/err"; then
+		t_fail "$name" "sanitizer: $(grep -m1 -E 'ERROR|runtime error' "$work/err")"
+		return
+	fi
+	if ((rc != want)); then
+		t_fail "$name" "exit $rc, want $want: $(head -c 300 "$work/err" "$work/out" | tr '\n' ' ')"
+		return
+	fi
+	[[ -z $py ]] && { t_pass "$name"; return; }
+	if msg=$(python3 - "$work/out" "$work/err" 2>&1 <<EOF
+import json, sys
+out = open(sys.argv[1]).read()
+err = open(sys.argv[2]).read()
+try:
+    d = json.loads(out)
+except ValueError:
+    d = None
+$py
+EOF
+	); then
+		t_pass "$name"
+	else
+		t_fail "$name" "$(tail -n 2 <<<"$msg" | tr '\n' ' ')"
+	fi
+}
+
+# ---------------------------------------------------------------- topo
+run topo --pci-dump "$topo/5090-switch.dump" --json
+check topo-dump-json 1 '
+gpus = {x["bdf"]: x for x in d["devices"] if x["role"] == "gpu"}
+nics = [x for x in d["devices"] if x["role"] == "nic"]
+assert sorted(gpus) == ["0000:03:00.0", "0000:04:00.0", "0000:05:00.0"], gpus.keys()
+assert [n["bdf"] for n in nics] == ["0000:06:00.0"], nics
+assert d["from_dump"] is True
+g = gpus["0000:05:00.0"]
+assert g["aperture"]["bar"] == 1 and g["aperture"]["bytes"] == 256 << 20, g["aperture"]
+assert g["aperture"]["rebar_max"] == 32 << 30 and g["aperture"]["vram"] == 32 << 30
+assert (g["link"]["speed_gen"], g["link"]["width"]) == (3, 8), g["link"]
+assert (g["link"]["max_speed_gen"], g["link"]["max_width"]) == (5, 16)
+g0 = gpus["0000:03:00.0"]
+assert [p["bdf"] for p in g0["path"]] == ["0000:02:00.0", "0000:01:00.0", "0000:00:01.0"], g0["path"]
+assert [p["port"] for p in g0["path"]] == ["switch downstream port", "switch upstream port", "root port"]
+assert g0["path"][0]["acs_redirect"] is True and "RR" in g0["path"][0]["acs_ctrl"].split()
+assert gpus["0000:04:00.0"]["path"][0]["acs_redirect"] is False
+assert g0["aperture"]["bytes"] == 32 << 30
+'
+run topo --pci-dump "$topo/5090-switch.dump" --json
+check topo-dump-pairs 1 '
+lab = {x["label"]: x["bdf"] for x in d["devices"]}
+cls = {tuple(sorted((lab[p["a"]], lab[p["b"]]))): p for p in d["pairs"]}
+assert cls[("0000:03:00.0", "0000:04:00.0")]["class"] == "PIX", cls
+assert cls[("0000:03:00.0", "0000:04:00.0")]["common_bridge"] == "0000:01:00.0"
+assert cls[("0000:03:00.0", "0000:05:00.0")]["class"] == "PHB"
+assert cls[("0000:04:00.0", "0000:06:00.0")]["class"] == "PHB"
+assert len(d["pairs"]) == 6, len(d["pairs"])
+'
+run topo --pci-dump "$topo/5090-switch.dump" --json
+check topo-dump-findings 1 '
+f = {(x["id"], x["where"]): x for x in d["findings"]}
+r = f[("rebar-small", "0000:05:00.0")]
+assert r["severity"] == "warning" and "256 MiB of 32 GiB supported" in r["what"], r
+assert "Resizable BAR" in r["fix"] and "Above 4G" in r["fix"] and r["why"]
+a = f[("acs-redirect", "0000:02:00.0")]
+assert "0000:03:00.0" in a["what"] and "0000:04:00.0" in a["what"] and "setpci" in a["fix"], a
+l = f[("link-degraded", "0000:05:00.0")]
+assert "x8" in l["what"] and "Gen3" in l["what"] and "x16" in l["what"], l
+# the root port above the switch also redirects, but it is above the pair:
+# peer traffic between the switched GPUs does not pass it
+assert ("acs-redirect", "0000:00:01.0") not in f, f.keys()
+assert ("acs-redirect", "0000:02:01.0") not in f
+assert not any(k[0] == "rebar-small" and k[1] != "0000:05:00.0" for k in f)
+assert len([x for x in d["findings"] if x["severity"] == "warning"]) == 3, f.keys()
+'
+run topo --pci-dump "$topo/5090-switch.dump"
+check topo-dump-human 1 '
+assert "BAR1 is 256 MiB of 32 GiB supported" in out and "why:" in out and "fix:" in out, out
+assert "PIX" in out and "switch downstream port" in out
+'
+run topo --pci-dump "$topo/5090-switch.dump" --dump
+check topo-dump-tsv 1 '
+rows = [l.split("\t") for l in out.splitlines()]
+assert all(r[0] in ("dev", "path", "pair", "finding") for r in rows), rows
+assert ["pair", "GPU0", "GPU1", "PIX"] in rows
+dev = [r for r in rows if r[0] == "dev" and r[2] == "0000:05:00.0"][0]
+assert dev[4:8] == ["3", "8", "5", "16"] and dev[9] == str(256 << 20), dev
+'
+run topo --pci-dump "$topo/5090-clean.dump" --json
+check topo-clean-no-warnings 0 '
+assert [x for x in d["findings"] if x["severity"] == "warning"] == [], d["findings"]
+assert d["pairs"][0]["class"] == "PIX"
+'
+run topo --pci-dump "$topo/5090-rebar256.dump" --json
+check topo-rebar256 1 '
+assert [x["id"] for x in d["findings"]] == ["rebar-small"], d["findings"]
+'
+# -x (64 bytes) dumps have no capabilities: reported, not invented
+head -n 5 "$topo/5090-rebar256.dump" >"$work/x.dump"
+sed -n '/^01:00.0/,+4p' "$topo/5090-rebar256.dump" >>"$work/x.dump"
+run topo --pci-dump "$work/x.dump" --json
+check topo-short-dump 0 '
+g = [x for x in d["devices"] if x["role"] == "gpu"][0]
+assert g["aperture"]["resizable"] is False and g["aperture"]["bytes"] is None, g
+assert g["link"] == {}, g["link"]
+'
+run topo --pci-dump "$topo/garbage.dump"
+check topo-garbage-dump 2 'assert "no devices with config space" in err and out == "", err'
+run topo --pci-dump "$topo/binary.dump"
+check topo-binary-dump 2 'assert "is not lspci output" in err, err'
+run topo --pci-dump "$work/missing.dump"
+check topo-missing-dump 2 'assert "Unable to open PCI dump" in err and "No such file" in err, err'
+# a path that opens but cannot be read (root may read any file)
+run topo --pci-dump "$work"
+check topo-unreadable-dump 2 'assert "Unable to read PCI dump" in err and "Is a directory" in err, err'
+run topo --gpu-ids zz:1
+check topo-bad-ids 2 'assert "Invalid --gpu-ids" in err, err'
+run topo --bogus
+check topo-bad-arg 2 'assert "Invalid argument" in err, err'
+run topo --help
+check topo-help 0 'assert "Exit status" in out'
+# this machine through sysfs: whatever is there must parse and be consistent
+first=$(lspci -n 2>/dev/null | awk 'NR == 1 { print $3 }')
+if [[ -n $first ]]; then
+	run topo --json --gpu-ids "$first" --cmdline "quiet iommu=pt pcie_acs_override=downstream,multifunction"
+	check topo-sysfs 0 '
+assert d["from_dump"] is False and d["source"] == "sysfs"
+assert d["kernel"]["iommu"] == "pt" and d["kernel"]["pcie_acs_override"] == "downstream,multifunction", d["kernel"]
+assert len(d["devices"]) >= 1
+assert any(f["id"] == "acs-override" for f in d["findings"]), d["findings"]
+'
+else
+	t_skip topo-sysfs "lspci lists no PCI devices on this machine"
+fi
+
+# ---------------------------------------------------------------- p2p
+p2p() { run p2p --lib "$lib" --size 256K --iters 3 "$@"; }
+
+for n in 2 3 4; do
+	FAKE_CUDA_DEVICES=$n p2p --json
+	check "p2p-fake-$n-gpus" 0 "
+n = $n
+assert len(d['gpus']) == n and d['p2p_applicable'] is True
+assert d['can_access_peer'] == [[a != b for b in range(n)] for a in range(n)], d['can_access_peer']
+assert len(d['pairs']) == n * (n - 1)
+for p in d['pairs']:
+    for m in ('p2p_on', 'p2p_off'):
+        r = p[m]
+        assert r['ran'] and r['verified'] and r['wrong_bytes'] == 0 and r['first_mismatch'] is None, p
+    # the fake's model: size / (latency + size / rate), 48.5 GB/s and
+    # 0.4 us direct, 31.5 GB/s and 14.3 us staged; both directions at once
+    # on separate streams
+    size = d['size']
+    on = size / (0.4e-6 + size / 48.5e9) / 1e9
+    off = size / (14.3e-6 + size / 31.5e9) / 1e9
+    assert abs(p['p2p_on']['uni_gbps'] - on) < 0.01 * on, (on, p)
+    assert abs(p['p2p_off']['uni_gbps'] - off) < 0.01 * off, (off, p)
+    assert abs(p['p2p_on']['bi_gbps'] - 2 * on) < 0.02 * on, (on, p)
+    assert abs(p['p2p_on']['latency_us'] - 0.4) < 0.01 and abs(p['p2p_off']['latency_us'] - 14.3) < 0.01, p
+assert all(g['local_verified'] for g in d['gpus'])
+lv = {l['level']: l for l in d['ladder']['levels']}
+assert lv[2]['state'] == 'pass' and lv[3]['state'] == 'not run', lv
+"
+done
+
+FAKE_CUDA_DEVICES=3 FAKE_CUDA_NOPEER=0-2,2-0 p2p --json
+check p2p-fake-peer-map 0 '
+assert d["can_access_peer"] == [[False, True, False], [True, False, True], [False, True, False]], d["can_access_peer"]
+pairs = {(p["src"], p["dst"]): p for p in d["pairs"]}
+assert pairs[(0, 2)]["p2p_on"]["ran"] is False and pairs[(0, 2)]["p2p_off"]["verified"] is True
+assert pairs[(0, 1)]["p2p_on"]["verified"] is True
+lv = {l["level"]: l for l in d["ladder"]["levels"]}
+assert lv[1]["state"] == "fail" and "2 of 6" in lv[1]["detail"], lv[1]
+'
+
+FAKE_CUDA_DEVICES=3 FAKE_CUDA_CORRUPT=2-0@4097 p2p --json
+check p2p-fake-corruption-caught 1 '
+pairs = {(p["src"], p["dst"]): p for p in d["pairs"]}
+bad = pairs[(2, 0)]["p2p_on"]
+assert bad["verified"] is False and bad["wrong_bytes"] == 1 and bad["first_mismatch"] == 4097, bad
+# the staged path does not corrupt, and no other pair is affected
+assert pairs[(2, 0)]["p2p_off"]["verified"] is True
+for k, p in pairs.items():
+    if k not in ((2, 0), (0, 2)):
+        assert p["p2p_on"]["verified"] and p["p2p_off"]["verified"], (k, p)
+# 0->2 copies back 2->0 over the same corrupting direct path
+assert pairs[(0, 2)]["p2p_on"]["wrong_bytes"] == 0 and pairs[(0, 2)]["p2p_on"]["wrong_bytes_back"] == 1
+lv = {l["level"]: l for l in d["ladder"]["levels"]}
+assert lv[2]["state"] == "fail" and "offset 4097" in lv[2]["detail"], lv[2]
+assert d["ladder"]["reached"] == 1, d["ladder"]
+'
+FAKE_CUDA_DEVICES=2 FAKE_CUDA_CORRUPT=1-0@0 p2p
+check p2p-fake-corruption-human 1 '
+assert "1->0 P2P on  MISMATCH copy: 1 wrong byte(s), first at offset 0" in out, out
+assert "1->0 P2P off ok" in out
+'
+# the corruption at the last byte of the buffer, found by a full scan
+FAKE_CUDA_DEVICES=2 FAKE_CUDA_CORRUPT=0-1@262143 p2p --json
+check p2p-fake-corruption-last-byte 1 '
+p = [x for x in d["pairs"] if (x["src"], x["dst"]) == (0, 1)][0]["p2p_on"]
+assert p["first_mismatch"] == 262143 and p["wrong_bytes"] == 1, p
+'
+
+# ladder: bus ids mapped onto the crafted dumps
+ids=0000:03:00.0,0000:04:00.0
+FAKE_CUDA_BUSIDS=$ids p2p --size 4M --pci-dump "$topo/5090-clean.dump" --nccl-log "$nccl/p2p-direct.log" --json
+check p2p-ladder-all-levels 0 '
+lv = {l["level"]: l for l in d["ladder"]["levels"]}
+assert [lv[i]["state"] for i in (1, 2, 3, 4)] == ["pass"] * 4, lv
+assert "63.0 GB/s" in lv[4]["detail"] and "77%" in lv[4]["detail"], lv[4]
+assert d["ladder"]["reached"] == 4
+assert abs(d["gpus"][0]["link_gbps"] - 63.02) < 0.01
+'
+FAKE_CUDA_BUSIDS=$ids FAKE_CUDA_P2P_GBPS=20 p2p --size 4M --pci-dump "$topo/5090-clean.dump" --nccl-log "$nccl/shm-fallback.log" --json
+check p2p-ladder-slow-and-shm 0 '
+lv = {l["level"]: l for l in d["ladder"]["levels"]}
+assert lv[3]["state"] == "fail" and "SHM" in lv[3]["detail"], lv[3]
+assert lv[4]["state"] == "fail" and "32%" in lv[4]["detail"], lv[4]
+assert d["ladder"]["reached"] == 2
+'
+FAKE_CUDA_BUSIDS=$ids p2p --pci-dump "$topo/5090-switch.dump"
+check p2p-ladder-topology-warning 0 '
+assert "acs-redirect" in out and "warn" in out, out
+assert "reached level 2 of 4" in out, out
+'
+FAKE_CUDA_DEVICES=1 p2p --json
+check p2p-one-gpu 0 '
+assert d["p2p_applicable"] is False and d["pairs"] == []
+assert d["gpus"][0]["local_verified"] is True
+lv = {l["level"]: l for l in d["ladder"]["levels"]}
+assert lv[2]["state"] == "n/a" and "not applicable" in lv[2]["detail"], lv
+'
+FAKE_CUDA_DEVICES=4 p2p --pairs 0-3,3-0 --json
+check p2p-pairs-option 0 '
+assert sorted((p["src"], p["dst"]) for p in d["pairs"]) == [(0, 3), (3, 0)], d["pairs"]
+'
+FAKE_CUDA_DEVICES=2 p2p --pairs 0-2
+check p2p-bad-pairs 2 'assert "Invalid --pairs" in err, err'
+p2p --size 12X
+check p2p-bad-size 2 'assert "Invalid --size" in err, err'
+p2p --iters 0
+check p2p-bad-iters 2 'assert "Invalid --iters" in err, err'
+run p2p --lib "$work/nonexistent.so"
+check p2p-no-libcuda 2 'assert "Unable to load" in err and "NVIDIA driver" in err, err'
+run p2p --lib "$NVS_TOP/tests/topo/garbage.dump"
+check p2p-lib-not-elf 2 'assert "Unable to load" in err, err'
+run p2p --lib libm.so.6
+check p2p-lib-not-cuda 2 'assert "does not look like libcuda" in err, err'
+FAKE_CUDA_INIT_ERROR=3 p2p
+check p2p-cuinit-fails 2 'assert "Unable to initialise CUDA" in err and "CUDA_ERROR_NOT_INITIALIZED" in err, err'
+FAKE_CUDA_DEVICES=0 p2p
+check p2p-no-devices 2 'assert "No CUDA devices" in err, err'
+p2p --pci-dump "$topo/garbage.dump"
+check p2p-bad-pci-dump 2 'assert "no devices with config space" in err, err'
+
+# ---------------------------------------------------------------- nccl-check
+run nccl-check --json "$nccl/p2p-direct.log"
+check nccl-p2p-json 0 '
+assert d["version"] == "2.21.5+cuda12.4", d["version"]
+assert d["transports"]["P2P/direct pointer"] == 16 and d["transports"]["SHM"] == 0, d["transports"]
+assert d["init_complete"] == 8 and d["truncated"] is False and d["all_direct_p2p"] == 1
+c = d["connections"][0]
+assert (c["from_rank"], c["to_rank"], c["channel"], c["host"], c["dev"]) == (0, 1, 0, "gpu01", 0), c
+assert any("NCCL_P2P_LEVEL" in n["text"] and n["explain"] for n in d["notes"])
+'
+run nccl-check --expect p2p,direct "$nccl/p2p-direct.log"
+check nccl-expect-p2p-met 0 'assert "met: all 16 intra-node connections use P2P" in out, out'
+run nccl-check --expect gdr "$nccl/p2p-direct.log"
+check nccl-expect-gdr-single-node 1 'assert "no network connection lines" in out, out'
+run nccl-check --expect p2p,gdr,dmabuf "$nccl/gdr-2node.log"
+check nccl-expect-gdr-dmabuf-met 0 'assert out.count("met:") == 3, out'
+run nccl-check --json --expect direct "$nccl/gdr-2node.log"
+check nccl-2node-json 1 '
+assert d["transports"]["P2P/CUMEM"] == 4 and d["transports"]["NET/IB with GDRDMA"] == 8, d["transports"]
+assert d["interleaved"] == 1 and d["init_complete"] == 4
+assert {(x["host"], x["dev"]) for x in d["dmabuf"]} == {("node01", 0), ("node01", 1), ("node02", 0), ("node02", 1)}
+assert all(c["gdr"] for c in d["connections"] if c["transport"].startswith("NET"))
+assert d["expect"]["direct"]["ok"] is False and "CUMEM" in d["expect"]["direct"]["detail"]
+'
+run nccl-check --expect p2p "$nccl/shm-fallback.log"
+check nccl-shm-fallback 1 '
+assert "8 of 8 intra-node connections do not use P2P" in out and "NCCL_P2P_DISABLE" in out, out
+assert "switched off through the environment" in out
+'
+run nccl-check --expect gdr "$nccl/socket-fallback.log"
+check nccl-socket-fallback 1 '
+assert "NET/Socket" in out and "falls back to TCP sockets" in out and "WARN node01" in out, out
+'
+run nccl-check --expect gdr "$nccl/ib-nogdr.log"
+check nccl-ib-without-gdr 1 '
+assert "NET/IB without GDR" in out and "8 of 8 network connections do not use NET/IB with GDRDMA" in out, out
+assert "GPU Direct RDMA Disabled" in out and "stages network traffic through host memory" in out
+'
+run nccl-check --expect dmabuf "$nccl/ib-nogdr.log"
+check nccl-no-dmabuf 1 'assert "no `DMA-BUF is available" in out, out'
+run nccl-check --expect p2p "$nccl/truncated.log"
+check nccl-truncated 1 '
+assert "looks truncated" in out and "NOT MET" in out and "before NCCL finished" in out, out
+assert "P2P/dir " not in out
+'
+run nccl-check --json "$nccl/truncated.log"
+check nccl-truncated-json 0 'assert d["truncated"] is True and all(c["via"] == "P2P/direct pointer" for c in d["connections"]), d'
+"$bin" nccl-check --expect p2p - <"$nccl/p2p-direct.log" >"$work/out" 2>"$work/err"
+rc=$?
+check nccl-stdin 0 'assert "met:" in out'
+run nccl-check --json "$nccl/socket-fallback.log" "$nccl/gdr-2node.log"
+check nccl-several-files 0 'assert d["transports"]["NET/Socket"] == 8 and d["transports"]["P2P/CUMEM"] == 4, d["transports"]'
+run nccl-check "$nccl/garbage.log"
+check nccl-garbage 2 'assert "No NCCL INFO or WARN lines in 3 line(s)" in err and "NCCL_DEBUG=INFO" in err, err'
+run nccl-check "$nccl/binary.log"
+check nccl-binary 2 'assert "holds binary data" in err, err'
+run nccl-check "$work/none.log"
+check nccl-missing 2 'assert "Unable to open NCCL log" in err, err'
+run nccl-check --expect p2p,nvlink "$nccl/p2p-direct.log"
+check nccl-bad-expect 2 'assert "Invalid --expect" in err, err'
+run nccl-check
+check nccl-no-input 2 'assert "Usage" in err, err'
+
+# ---------------------------------------------------------------- valgrind
+if ! command -v valgrind >/dev/null; then
+	t_skip p2p-valgrind "valgrind is not installed (scripts/deps.sh installs it)"
+else
+	bad=0
+	# a representative subset: one of each subcommand and error path
+	for args in "topo --pci-dump $topo/5090-switch.dump --json" \
+		"topo --pci-dump $topo/binary.dump" \
+		"nccl-check --expect p2p,gdr,dmabuf $nccl/gdr-2node.log" \
+		"nccl-check $nccl/truncated.log" \
+		"p2p --lib $lib --size 64K --iters 2 --pci-dump $topo/5090-switch.dump"; do
+		# shellcheck disable=SC2086
+		FAKE_CUDA_DEVICES=2 FAKE_CUDA_CORRUPT=1-0@7 valgrind -q --error-exitcode=99 \
+			--leak-check=full --errors-for-leak-kinds=definite \
+			"$plain/nvsidecar" $args >"$work/vg.out" 2>&1
+		if (($? == 99)); then
+			bad=1
+			t_fail "p2p-valgrind" "$args: $(grep -m2 '==' "$work/vg.out" | tr '\n' ' ')"
+		fi
+	done
+	((bad)) || t_pass p2p-valgrind
+fi
+exit 0

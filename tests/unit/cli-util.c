@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * Unit tests of libnvsidecar's pure functions: argument parsing, m°C
+ * formatting and the CSV recording format. Prints one line per failed
+ * check and exits 1 if there was any.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libnvsidecar.h"
+
+static int failures, checks;
+
+#define CHECK(cond, ...) do {						\
+	++checks;							\
+	if (!(cond)) {							\
+		++failures;						\
+		printf("FAIL %s:%d: ", __FILE__, __LINE__);		\
+		printf(__VA_ARGS__);					\
+		printf("\n");						\
+	}								\
+} while (0)
+
+static void u32_cases(void)
+{
+	static const struct { const char *s; uint32_t min, max; int ret; uint32_t v; } c[] = {
+		{ "0", 0, 1000, 0, 0 }, { "1000", 0, 1000, 0, 1000 }, { "50", 0, 1000, 0, 50 },
+		{ "1001", 0, 1000, -ERANGE, 0 }, { "-1", 0, 1000, -EINVAL, 0 },
+		{ "+1", 0, 1000, -EINVAL, 0 }, { "", 0, 1000, -EINVAL, 0 },
+		{ "abc", 0, 1000, -EINVAL, 0 }, { "12abc", 0, 1000, -EINVAL, 0 },
+		{ " 12", 0, 1000, -EINVAL, 0 }, { "12 ", 0, 1000, -EINVAL, 0 },
+		{ "4294967295", 0, UINT32_MAX, 0, UINT32_MAX },
+		{ "4294967296", 0, UINT32_MAX, -ERANGE, 0 },
+		{ "99999999999999999999999", 0, UINT32_MAX, -ERANGE, 0 },
+		{ "0", 1, 10, -ERANGE, 0 }, { "0x10", 0, 100, -EINVAL, 0 },
+	};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); ++i) {
+		uint32_t v = 12345;
+		int r = nvs_parse_u32(c[i].s, c[i].min, c[i].max, &v);
+
+		CHECK(r == c[i].ret, "parse_u32(\"%s\") = %d, want %d", c[i].s, r, c[i].ret);
+		CHECK(r || v == c[i].v, "parse_u32(\"%s\") gave %u, want %u", c[i].s, v, c[i].v);
+		CHECK(!r || errno == -c[i].ret, "parse_u32(\"%s\") left errno %d", c[i].s, errno);
+	}
+}
+
+static void celsius_cases(void)
+{
+	static const struct { const char *s; int ret; int32_t v; } c[] = {
+		{ "95", 0, 95000 }, { "95.5", 0, 95500 }, { "95.001", 0, 95001 },
+		{ "95.0010", 0, 95001 }, { "-40", 0, -40000 }, { "200", 0, 200000 },
+		{ "200.001", -ERANGE, 0 }, { "-40.001", -ERANGE, 0 }, { "0", 0, 0 },
+		{ "-0.5", 0, -500 }, { "95C", 0, 95000 }, { "95°C", 0, 95000 },
+		{ "95.0001", -EINVAL, 0 }, { "", -EINVAL, 0 }, { ".", -EINVAL, 0 },
+		{ "-", -EINVAL, 0 }, { "abc", -EINVAL, 0 }, { "95F", -EINVAL, 0 },
+		{ "1e2", -EINVAL, 0 }, { "nan", -EINVAL, 0 }, { ".5", 0, 500 },
+		{ "99999999999999999999999", -ERANGE, 0 }, { "95 ", -EINVAL, 0 },
+	};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); ++i) {
+		int32_t v = 12345;
+		int r = nvs_parse_celsius(c[i].s, NVS_THRESH_MIN_MC, NVS_THRESH_MAX_MC, &v);
+
+		CHECK(r == c[i].ret, "parse_celsius(\"%s\") = %d, want %d", c[i].s, r, c[i].ret);
+		CHECK(r || v == c[i].v, "parse_celsius(\"%s\") gave %d, want %d", c[i].s, v, c[i].v);
+	}
+}
+
+static void duration_cases(void)
+{
+	static const struct { const char *s; int ret; uint64_t v; } c[] = {
+		{ "30", 0, 30000 }, { "1.5", 0, 1500 }, { "250ms", 0, 250 }, { "2s", 0, 2000 },
+		{ "5m", 0, 300000 }, { "1h", 0, 3600000 }, { "0.001", 0, 1 },
+		{ "0", -ERANGE, 0 }, { "0ms", -ERANGE, 0 }, { "-1", -EINVAL, 0 },
+		{ "+1", -EINVAL, 0 }, { "1.5ms", -EINVAL, 0 }, { "10x", -EINVAL, 0 },
+		{ "", -EINVAL, 0 }, { "s", -EINVAL, 0 }, { "abc", -EINVAL, 0 },
+		{ "604800", 0, 604800000 }, { "604801", -ERANGE, 0 }, { "169h", -ERANGE, 0 },
+		{ "99999999999999999999h", -ERANGE, 0 }, { "0.0001", -EINVAL, 0 },
+	};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); ++i) {
+		uint64_t v = 12345;
+		int r = nvs_parse_duration_ms(c[i].s, 1, 7ULL * 24 * 3600 * 1000, &v);
+
+		CHECK(r == c[i].ret, "parse_duration(\"%s\") = %d, want %d", c[i].s, r, c[i].ret);
+		CHECK(r || v == c[i].v, "parse_duration(\"%s\") gave %llu, want %llu", c[i].s,
+		      (unsigned long long)v, (unsigned long long)c[i].v);
+	}
+}
+
+static void gpu_cases(void)
+{
+	struct nvs_gpu_info g[2] = { { .index = 0, .busid = "0000:03:00.0" },
+				     { .index = 7, .busid = "0001:0a:00.0" } };
+	static const struct { const char *s; int ret; uint32_t v; } c[] = {
+		{ "0", 0, 0 }, { "gpu0", 0, 0 }, { "7", 0, 7 }, { "gpu7", 0, 7 },
+		{ "0000:03:00.0", 0, 0 }, { "03:00.0", 0, 0 }, { "0001:0A:00.0", 0, 7 },
+		{ "0a:00.0", -ENODEV, 0 }, { "1", -ENODEV, 0 }, { "gpu", -EINVAL, 0 },
+		{ "", -EINVAL, 0 }, { "-1", -EINVAL, 0 }, { "3:00.0", -ENODEV, 0 },
+		{ "gpu-1", -EINVAL, 0 }, { "foo", -EINVAL, 0 }, { "00.0", -EINVAL, 0 },
+	};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); ++i) {
+		uint32_t v = 12345;
+		int r = nvs_parse_gpu(c[i].s, g, 2, &v);
+
+		CHECK(r == c[i].ret, "parse_gpu(\"%s\") = %d, want %d", c[i].s, r, c[i].ret);
+		CHECK(r || v == c[i].v, "parse_gpu(\"%s\") gave %u, want %u", c[i].s, v, c[i].v);
+	}
+}
+
+static void format_cases(void)
+{
+	static const struct { int32_t mc; const char *s; } c[] = {
+		{ 0, "0.0" }, { 95000, "95.0" }, { 95500, "95.5" }, { 95001, "95.001" },
+		{ 95010, "95.01" }, { -500, "-0.5" }, { -40000, "-40.0" },
+		{ INT32_MIN, "-2147483.648" }, { INT32_MAX, "2147483.647" }, { 3906, "3.906" },
+	};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); ++i) {
+		char buf[32];
+
+		nvs_format_mc(buf, sizeof(buf), c[i].mc);
+		CHECK(!strcmp(buf, c[i].s), "format_mc(%d) = \"%s\", want \"%s\"", c[i].mc, buf, c[i].s);
+	}
+}
+
+static void csv_cases(void)
+{
+	const char *labels[] = { "hotspot", "ch0", "we,ird\"" };
+	struct nvs_sample_entry s = { .seq = 42, .ts_ns = 123456789012ULL, .valid = 0x5 };
+	int col[3] = { 0, 2, -1 };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	s.mc[0] = 63250;
+	s.mc[1] = -1;		/* not valid: empty cell */
+	s.mc[2] = -40000;	/* valid, but the GPU maps it to no column */
+	CHECK(!nvs_csv_header(f, labels, 3), "csv_header failed");
+	CHECK(!nvs_csv_row(f, 3, &s, 3, col, 3), "csv_row failed");
+	col[2] = 1;
+	CHECK(!nvs_csv_row(f, 3, &s, 3, col, 3), "csv_row failed");
+	CHECK(nvs_csv_row(f, 3, &s, NVS_MAX_SENSORS + 1, col, 3) == -EINVAL,
+	      "csv_row accepted too many sensors");
+	fclose(f);
+	CHECK(!strcmp(buf, "gpu,seq,timestamp_ns,hotspot,ch0,\"we,ird\"\"\"\n"
+			   "3,42,123456789012,63250,,\n"
+			   "3,42,123456789012,63250,-40000,\n"),
+	      "csv output:\n%s", buf);
+	free(buf);
+}
+
+static void name_cases(void)
+{
+	CHECK(!strcmp(nvs_status_name(NVS_STATUS_OK), "ok"), "status ok");
+	CHECK(!strcmp(nvs_status_name(__NVS_STATUS_LAST), "unknown"), "status out of range");
+	CHECK(!strcmp(nvs_event_name(NVS_EVENT_THRESHOLD_CROSSED), "threshold-crossed"), "event");
+	CHECK(!strcmp(nvs_event_name(0), "unknown"), "event 0");
+	CHECK(!strcmp(nvs_event_name(UINT32_MAX), "unknown"), "event huge");
+	CHECK(!strcmp(nvs_dmabuf_verdict_name(NVS_DMABUF_VERDICT_BAR1), "bar1"), "verdict");
+	CHECK(!strcmp(nvs_p2p_name(NVS_P2P_NOT_APPLICABLE), "not-applicable"), "p2p");
+	CHECK(!strcmp(nvs_dmabuf_step_name(NVS_DMABUF_STEP_DONE), "done"), "step");
+}
+
+int main(void)
+{
+	u32_cases();
+	celsius_cases();
+	duration_cases();
+	gpu_cases();
+	format_cases();
+	csv_cases();
+	name_cases();
+	printf("%d checks, %d failed\n", checks, failures);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,249 @@
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+# shellcheck shell=bash
+# Sourced into every tests/vm/t-*.sh (by guest-run.sh, through BASH_ENV).
+#
+# Environment (set by run-vm, guest-side paths):
+#   NVS_LANE   6.1 | 6.12 | debug      NVS_KVER   kernel release
+#   NVS_KO     the module to test      NVS_TOOLS  $NVS_BUILD/vmtools (nvsim,
+#   NVS_BIN    the CLI                            tests/vm/tools/*.c)
+#   NVS_OUT    writable folder shared with the host (results, logs)
+#   NVS_GPUS   number of simulated GPUs          NVS_TOP  the source tree
+#
+# Results: t_pass NAME, t_fail NAME REASON, t_skip NAME REASON, t_run NAME
+# CMD... (tests/lib.sh; the host prefixes the lane: "6.12: NAME").
+#
+# Helpers:
+#   nvs_load [PARAM=V...]  insmod $NVS_KO, sim=$NVS_SIM unless a sim= is given
+#   nvs_unload             rmmod, fails if it cannot
+#   sim_bdf N              PCI address of simulated GPU N (see run-vm's layout)
+#   sim N CMD...           runs nvsim on GPU N's BAR (nvsim --help: fixture,
+#                          set, get, ramp, spike, counter, allones, poison...)
+#   sim_file N             its register file in the guest (sysfs resource2)
+#   sim_class N            /sys/class/nvsidecar/gpuK of simulated GPU N
+#   sim_hwmon N            the nvsidecar hwmon dir of simulated GPU N
+#   gpu_class N            /sys/class/nvsidecar/gpuN
+#   gpu_hwmon N            the hwmon dir of gpuN (found through its PCI parent)
+#   hw_temp DIR LABEL      "DIR/tempK" whose tempK_label is LABEL
+#   read_err FILE          reads FILE; prints its content or the error text
+#                          ("No data available"), returns cat's status
+#   as_user CMD...         runs CMD as nobody:nogroup without groups
+#   wait_until SECS CMD... polls CMD every 0.1 s; fails after SECS
+#   dmesg_mark TEXT        writes a marker into the kernel log
+#   dmesg_check NAME       t_pass/t_fail NAME on splats since the last mark
+#   kmemleak_check NAME    scans for leaks (debug lane); t_skip elsewhere
+#   t_eq NAME GOT WANT     t_pass if GOT == WANT, else t_fail saying both
+#   sim_fixture_all NAME   writes fixture NAME into every simulated GPU
+
+# shellcheck source=../lib.sh
+. "$NVS_TOP/tests/lib.sh"
+
+: "${NVS_SIM:=1af4:1110:2:gb202}"
+: "${NVS_OUT:=/run/nvs-out}"
+: "${NVS_TOOLS:=$NVS_BUILD/vmtools}"
+export NVS_SIM NVS_OUT NVS_TOOLS
+
+nvs_load() {
+	local a sim=0
+	for a in "$@"; do [[ $a == sim=* ]] && sim=1; done
+	if ((sim)); then
+		insmod "$NVS_KO" "$@"
+	else
+		insmod "$NVS_KO" "sim=$NVS_SIM" "$@"
+	fi
+}
+
+nvs_unload() {
+	grep -q '^nvsidecar ' /proc/modules || return 0
+	rmmod nvsidecar
+}
+
+# Writes "INDEX BDF PORT" for each simulated GPU, found from its place in
+# the topology that run-vm builds (root port 00:10.0 holds the switch with
+# GPU0 and GPU1 on downstream ports 0 and 1; 00:11.0..00:16.0 hold GPU2..7).
+nvs_write_gpu_map() {
+	local d p rest idx port
+	local -a c
+	for d in /sys/bus/pci/devices/*; do
+		[[ $(<"$d/vendor") == 0x1af4 && $(<"$d/device") == 0x1110 ]] || continue
+		p=$(readlink -f "$d")
+		rest=${p#/sys/devices/pci0000:00/}
+		IFS=/ read -ra c <<<"$rest"
+		case ${c[0]} in
+		0000:00:10.0) idx=$((0x${c[2]:8:2})) port=switch-port$idx ;;
+		0000:00:1[1-6].0)
+			idx=$((0x${c[0]:8:2} - 0x10 + 1))
+			port=root-port-${c[0]#0000:}
+			;;
+		*) continue ;;
+		esac
+		echo "$idx ${d##*/} $port"
+	done | sort -n
+}
+
+sim_bdf() {
+	local b
+	b=$(awk -v n="$1" '$1 == n { print $2 }' "$NVS_OUT/gpus" 2>/dev/null)
+	[[ -n $b ]] || { echo "sim_bdf: no simulated GPU $1" >&2; return 1; }
+	echo "$b"
+}
+
+sim_file() {
+	local b
+	b=$(sim_bdf "$1") || return 1
+	echo "/sys/bus/pci/devices/$b/resource2"
+}
+
+sim() {
+	local b
+	b=$(sim_bdf "$1") || return 1
+	shift
+	"$NVS_TOOLS/nvsim" -b "$b" "$@"
+}
+
+sim_class() {
+	local b d
+	b=$(sim_bdf "$1") || return 1
+	for d in /sys/bus/pci/devices/"$b"/nvsidecar/gpu*; do
+		[[ -d $d ]] && { echo "$d"; return 0; }
+	done
+	for d in /sys/class/nvsidecar/gpu*; do
+		[[ $(readlink -f "$d/device") == $(readlink -f "/sys/bus/pci/devices/$b") ]] && { echo "$d"; return 0; }
+	done
+	echo "sim_class: simulated GPU $1 ($b) has no nvsidecar class device" >&2
+	return 1
+}
+
+# hwmon_of PCIDIR: the nvsidecar hwmon directory under a PCI device.
+hwmon_of() {
+	local h
+	for h in "$1"/hwmon/hwmon*; do
+		[[ -f $h/name && $(<"$h/name") == nvsidecar ]] && { echo "$h"; return 0; }
+	done
+	echo "no nvsidecar hwmon under $1" >&2
+	return 1
+}
+
+sim_hwmon() {
+	local b
+	b=$(sim_bdf "$1") || return 1
+	hwmon_of "/sys/bus/pci/devices/$b"
+}
+
+gpu_class() {
+	[[ -d /sys/class/nvsidecar/gpu$1 ]] || { echo "no /sys/class/nvsidecar/gpu$1" >&2; return 1; }
+	echo "/sys/class/nvsidecar/gpu$1"
+}
+
+gpu_hwmon() {
+	local c
+	c=$(gpu_class "$1") || return 1
+	hwmon_of "$(readlink -f "$c/device")"
+}
+
+hw_temp() {
+	local l
+	for l in "$1"/temp*_label; do
+		[[ -f $l && $(<"$l") == "$2" ]] && { echo "${l%_label}"; return 0; }
+	done
+	echo "hw_temp: no sensor labelled $2 in $1" >&2
+	return 1
+}
+
+read_err() {
+	local out rc
+	out=$(cat "$1" 2>&1)
+	rc=$?
+	if ((rc)); then
+		out=${out##*: }
+	fi
+	echo "$out"
+	return $rc
+}
+
+as_user() {
+	setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"
+}
+
+wait_until() {
+	local secs=$1 i
+	shift
+	for ((i = 0; i < secs * 10; i++)); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	"$@"
+}
+
+# The last mark is kept in a file so that the runner and the test files
+# (separate processes) share it.
+NVS_MARK_FILE=/run/nvs-dmesg-mark
+dmesg_mark() {
+	local m="nvs-mark $RANDOM$RANDOM ${1:-}"
+	echo "$m" >/dev/kmsg
+	echo "$m" >"$NVS_MARK_FILE"
+}
+
+# Splats that fail a test in every lane; the debug kernel adds KASAN,
+# lockdep, UBSAN and kmemleak reports to what can appear.
+NVS_SPLATS='WARNING:|BUG:|Oops|general protection fault|sleeping function called from invalid context|KASAN|UBSAN|possible circular locking|possible recursive locking|inconsistent lock state|lock held when returning|suspicious RCU usage|kmemleak:.*suspected|Kernel panic|list_(add|del) corruption|ODEBUG|refcount_t:|blocked for more than|Call Trace:'
+
+# dmesg_since_mark: kernel log lines after the last dmesg_mark (all lines
+# if there was none, or it was overwritten).
+dmesg_since_mark() {
+	local log mark=
+	log=$(dmesg 2>/dev/null)
+	[[ -f $NVS_MARK_FILE ]] && mark=$(<"$NVS_MARK_FILE")
+	if [[ -n $mark ]] && grep -qF "$mark" <<<"$log"; then
+		awk -v m="$mark" 'found { print } index($0, m) { found = 1 }' <<<"$log"
+	else
+		echo "$log"
+	fi
+}
+
+dmesg_check() {
+	local bad
+	bad=$(dmesg_since_mark | grep -E "$NVS_SPLATS")
+	if [[ -n $bad ]]; then
+		dmesg_since_mark >"$NVS_OUT/dmesg-$1.txt"
+		t_fail "$1" "kernel log: $(head -n 3 <<<"$bad" | tr -s ' \n' ' ')(full log: dmesg-$1.txt)"
+		dmesg_mark "after $1"
+		return 1
+	fi
+	t_pass "$1"
+	dmesg_mark "after $1"
+}
+
+kmemleak_check() {
+	local f=/sys/kernel/debug/kmemleak rep
+	if [[ ! -e $f ]]; then
+		t_skip "$1" "kernel $NVS_KVER has no kmemleak (only the debug lane does)"
+		return 0
+	fi
+	# Objects must survive two scans (and a minimum age) to be reported.
+	echo scan >"$f"
+	sleep 6
+	echo scan >"$f"
+	rep=$(cat "$f")
+	if [[ -n $rep ]]; then
+		echo "$rep" >"$NVS_OUT/kmemleak.txt"
+		t_fail "$1" "$(grep -c '^unreferenced object' <<<"$rep") leak(s): $(grep -m3 -E 'nvs|backtrace' -A3 <<<"$rep" | tr -s ' \n' ' ' | cut -c1-300) (full report: kmemleak.txt)"
+		return 1
+	fi
+	t_pass "$1"
+}
+
+t_eq() {
+	if [[ $2 == "$3" ]]; then
+		t_pass "$1"
+	else
+		t_fail "$1" "got \`$2', want \`$3'"
+		return 1
+	fi
+}
+
+sim_fixture_all() {
+	local i
+	for ((i = 0; i < NVS_GPUS; i++)); do
+		sim "$i" fixture "$1" || return 1
+	done
+}

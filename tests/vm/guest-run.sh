@@ -1,0 +1,105 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+#
+# In-guest runner. With --init it is PID 1 after tests/vm/init's
+# switch_root: it finishes the mounts, runs the job, writes the sentinel
+# $NVS_OUT/done and powers off. Without --init (inside a guest shell) it
+# only runs the job.
+#
+# The job is $NVS_JOB if set (one bash script, guest-lib.sh sourced first),
+# otherwise every tests/vm/t-*.sh matching $NVS_TESTS, in name order, each
+# as its own bash process with guest-lib.sh sourced, $NVS_FILE_TIMEOUT
+# seconds at most. After each file the runner unloads a module left loaded,
+# kills what the file left running, and checks the new kernel log lines
+# for splats (a "<name>-dmesg" result). In the debug lane a kmemleak scan
+# at the end must find nothing.
+set -u
+
+init=0
+[[ ${1:-} == --init ]] && init=1
+
+if ((init)); then
+	export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+	export HOME=/tmp LANG=C.UTF-8 TERM=dumb
+	mkdir -p /dev/pts /dev/shm
+	mount -t devpts devpts /dev/pts
+	mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+	mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+	# shellcheck disable=SC1091
+	. /run/nvs-out/env
+	echo "nvs-$NVS_LANE" >/proc/sys/kernel/hostname
+	ip link set lo up 2>/dev/null
+	# The kernel log goes to the console only from warnings up; the full
+	# log is saved to $NVS_OUT/dmesg at the end.
+	dmesg -n "${NVS_CONSOLE_LEVEL:-5}"
+fi
+
+: "${NVS_OUT:=/run/nvs-out}" "${NVS_RESULTS:=$NVS_OUT/results.txt}"
+: "${NVS_TESTS:=t-*.sh}" "${NVS_FILE_TIMEOUT:=300}" "${NVS_JOB:=}"
+lib=$NVS_TOP/tests/vm/guest-lib.sh
+# shellcheck source=guest-lib.sh
+. "$lib"
+
+nvs_write_gpu_map >"$NVS_OUT/gpus"
+
+# run_one NAME FILE: one file in its own process group, time-limited.
+run_one() {
+	local name=$1 file=$2 rc pid t0=$SECONDS
+	dmesg_mark "begin $name"
+	echo "== $name"
+	# BASH_ENV sources guest-lib.sh into the file (and any bash it starts).
+	BASH_ENV=$lib timeout -k 10 "$NVS_FILE_TIMEOUT" bash "$file" </dev/null &
+	pid=$!
+	wait $pid
+	rc=$?
+	# timeout made its own process group: take down what the file left.
+	kill -KILL -- "-$pid" 2>/dev/null
+	if ((rc == 124 || rc == 137)); then
+		t_fail "$name" "timed out after ${NVS_FILE_TIMEOUT}s"
+	elif ((rc != 0)); then
+		t_fail "$name" "exited with status $rc"
+	fi
+	if grep -q '^nvsidecar ' /proc/modules; then
+		rmmod nvsidecar 2>/dev/null || t_fail "$name-unload" "the module stayed loaded and rmmod failed"
+	fi
+	dmesg_check "$name-dmesg"
+	echo "   ($((SECONDS - t0)) s)"
+}
+
+start=$SECONDS
+if [[ -e /sys/kernel/debug/kmemleak ]]; then
+	# Only leaks made from here on count.
+	echo clear >/sys/kernel/debug/kmemleak
+fi
+if [[ -n $NVS_JOB ]]; then
+	run_one "$(basename "$NVS_JOB" .sh)" "$NVS_JOB"
+else
+	shopt -s nullglob
+	# shellcheck disable=SC2206 # NVS_TESTS is a glob
+	files=("$NVS_TOP"/tests/vm/$NVS_TESTS)
+	((${#files[@]})) || t_fail "vm-suite" "no test files match tests/vm/$NVS_TESTS"
+	for f in "${files[@]}"; do
+		[[ $(basename "$f") == t-*.sh ]] || continue
+		n=$(basename "$f" .sh)
+		run_one "${n#t-}" "$f"
+	done
+fi
+if [[ $NVS_LANE == debug ]]; then
+	kmemleak_check kmemleak-scan
+fi
+echo "guest: $((SECONDS - start)) s of tests"
+
+rc=0
+grep -q '^FAIL ' "$NVS_RESULTS" && rc=1
+if ((init)); then
+	dmesg >"$NVS_OUT/dmesg" 2>/dev/null
+	echo "rc=$rc" >"$NVS_OUT/done"
+	sync
+	# PID 1 must outlive the power-off, or the kernel panics first. The
+	# sleep starts before it: once the power-off begins, 9p (and with it
+	# every program on the host root) is gone.
+	sleep 600 &
+	echo o >/proc/sysrq-trigger
+	while :; do wait; done
+fi
+exit $rc

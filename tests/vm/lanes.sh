@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+#
+# The VM suite (run by tests/run): for each lane, Debian 6.1, Debian 6.12
+# and the debug kernel (KASAN, lockdep, kmemleak; from ../shared/kernels),
+# build the module and the test tools, boot the kernel once with 8
+# simulated GPUs, run every tests/vm/t-*.sh inside (tests/vm/guest-run.sh)
+# and append the results with a lane prefix ("6.12: thermal-fixture").
+# A lane that does not finish (crash, panic, hang past its timeout) is a
+# failure that quotes the console tail.
+#
+# Environment: NVS_LANES="6.1 6.12 debug" chooses lanes, NVS_TESTS='t-x*'
+# the files, NVS_LANE_TIMEOUT (s) overrides the per-lane VM limit.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../lib.sh
+. "$here/../lib.sh"
+# shellcheck source=vmlib.sh
+. "$here/vmlib.sh"
+
+lanes=${NVS_LANES:-6.1 6.12 debug}
+tests=${NVS_TESTS:-t-*.sh}
+
+if ! command -v qemu-system-x86_64 >/dev/null; then
+	t_fail vm-harness "qemu-system-x86_64 is missing (run scripts/deps.sh)"
+	exit 0
+fi
+if vm_tools; then
+	t_pass vm-tools-build
+else
+	t_fail vm-tools-build "a tests/vm/tools/*.c or bench/*.c program does not build (see above)"
+fi
+
+mkdir -p "$NVS_BUILD/vm"
+times=$NVS_BUILD/vm/lane-times
+: >"$times"
+total=$SECONDS
+for lane in $lanes; do
+	t0=$SECONDS
+	if ! kver=$(vm_kver "$lane"); then
+		if [[ $lane == debug ]]; then
+			t_skip "debug: vm-lane" "the debug lane needs ../shared/kernels beside the clone (its kernel, installed by scripts/deps.sh, is not in /boot)"
+		else
+			t_fail "$lane: vm-lane" "no Debian $lane kernel in /boot (run scripts/deps.sh)"
+		fi
+		continue
+	fi
+	case $lane in
+	debug) limit=1800 ftimeout=900 ;;
+	*) limit=900 ftimeout=400 ;;
+	esac
+	limit=${NVS_LANE_TIMEOUT:-$limit}
+	echo "-- lane $lane ($kver)"
+	if vm_module "$kver"; then
+		t_pass "$lane: module-build"
+	else
+		t_fail "$lane: module-build" "make module KVER=$kver failed (log: $NVS_BUILD/kmod-$kver.log)"
+	fi
+	out=$NVS_BUILD/vm/lane-$lane
+	"$here/run-vm" -k "$kver" -g 8 -t "$tests" -o "$out" -T "$limit" \
+		--file-timeout "$ftimeout" -q
+	rc=$?
+	# Lane prefix on every result the guest wrote, in the order written.
+	while read -r verdict rest; do
+		case $verdict in
+		PASS | FAIL | SKIP) echo "$verdict $lane: $rest" >>"$NVS_RESULTS" ;;
+		esac
+	done <"$out/results.txt"
+	sed -n 's/^\(PASS\|FAIL\|SKIP\) /  \1 /p' "$out/results.txt"
+	if [[ -f $out/done ]]; then
+		t_pass "$lane: vm-boot"
+	elif ((rc == 2)); then
+		why="did not finish"
+		[[ $(<"$out/seconds") -ge $limit ]] && why="timed out after ${limit}s"
+		t_fail "$lane: vm-boot" "$why; console tail: $(tail -n 12 "$out/console.log" | tr -s '\r\n\t ' ' ' | cut -c1-900)"
+	else
+		t_fail "$lane: vm-boot" "run-vm failed with status $rc before booting"
+	fi
+	echo "$lane $kver $((SECONDS - t0))" >>"$times"
+	echo "   lane $lane: $((SECONDS - t0)) s (VM $(cat "$out/seconds" 2>/dev/null) s), output in $out"
+done
+echo "   VM lanes: $((SECONDS - total)) s"
+exit 0

@@ -1,0 +1,348 @@
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+# shellcheck shell=bash
+#
+# The dma-buf capability shim (issue 5), in every lane. Sourced with
+# guest-lib.sh. Layout (run-vm): GPU0 and GPU1 behind one PCIe switch,
+# GPU2 on its own root port; every GPU is a simulated GB202 (ivshmem) and
+# doubles as an importer device.
+#
+#   pcie.0 ─┬─ rp0 ── switch ─┬─ GPU0  (compared GPU, default importer)
+#           │                 └─ GPU1  (importer "behind the same switch")
+#           └─ rp1 ── GPU2            (importer "on another root port")
+#
+# 6.1 has neither /dev/udmabuf nor the dma-heap: the tests that need a real
+# dma-buf skip there; the error paths, permissions and leak checks of the
+# error path still run.
+
+probe=$NVS_TOOLS/dmabuf_probe
+bufinfo=/sys/kernel/debug/dma_buf/bufinfo
+
+# field NAME LINE: the value of NAME=... in a dmabuf_probe line
+field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2"; }
+
+# expect NAME LINE KEY=VALUE...: pass if every key has that value
+expect() {
+	local name=$1 line=$2 kv k v got
+	shift 2
+	for kv in "$@"; do
+		k=${kv%%=*} v=${kv#*=}
+		got=$(field "$k" "$line")
+		if [[ $got != "$v" ]]; then
+			t_fail "$name" "$k=$got, expected $v (${line:0:300})"
+			return 1
+		fi
+	done
+	t_pass "$name"
+}
+
+mem_kb() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
+
+if ! nvs_load sample_hz=0; then
+	t_fail dmabuf-load "insmod $NVS_KO failed"
+	exit 0
+fi
+gpu0=$(sim_bdf 0) && gpu1=$(sim_bdf 1) && gpu2=$(sim_bdf 2) || {
+	t_fail dmabuf-layout "needs simulated GPUs 0, 1 and 2 (run-vm -g 3 or more)"
+	exit 0
+}
+have_udmabuf=0 have_heap=0
+[[ -c /dev/udmabuf ]] && have_udmabuf=1
+[[ -c /dev/dma_heap/system ]] && have_heap=1
+no_udmabuf="kernel $NVS_KVER has no /dev/udmabuf (CONFIG_UDMABUF, 6.12 lanes only)"
+no_heap="kernel $NVS_KVER has no /dev/dma_heap/system (CONFIG_DMABUF_HEAPS_SYSTEM, 6.12 lanes only)"
+p2pdma=0
+grep -q ' pci_p2pdma_distance_many$' /proc/kallsyms 2>/dev/null && p2pdma=1
+
+# --- correct reports -------------------------------------------------------
+# udmabuf exports one scatterlist entry per 4 KiB page and dma-direct (no
+# IOMMU in these guests) never merges entries, so nents = size / 4096.
+# The system heap builds its table from 1 MiB, 64 KiB and 4 KiB chunks.
+if ((have_udmabuf)); then
+	# Largest of 1 GiB, 512 MiB, ... that leaves the guest half its memory.
+	avail=$(($(mem_kb MemAvailable) * 1024))
+	big=$((1 << 30))
+	while ((big > 32 << 20 && big * 2 > avail)); do big=$((big / 2)); done
+	limit=/sys/module/udmabuf/parameters/size_limit_mb
+	old_limit=$(cat $limit 2>/dev/null)
+	[[ -w $limit ]] && echo $((big >> 20)) >$limit
+	for size in 4096 $((2 << 20)) $((32 << 20)) $big; do
+		out=$("$probe" --gpu 0 udmabuf $size 2>&1)
+		expect "udmabuf-$((size >> 10))k-report" "$out" ret=0 step=4 err=0 exporter=udmabuf \
+			importer="$gpu0" size=$size mapped=$size nents=$((size / 4096)) seg_min=4096 \
+			seg_max=4096 verdict=system-ram
+	done
+	[[ -n $old_limit && -w $limit ]] && echo "$old_limit" >$limit
+	((big == 1 << 30)) || t_skip udmabuf-1g "only $((avail >> 20)) MiB available: the largest buffer probed was $((big >> 20)) MiB"
+else
+	t_skip udmabuf-reports "$no_udmabuf"
+fi
+
+if ((have_heap)); then
+	for size in 4096 $((2 << 20)) $((32 << 20)) $big; do
+		out=$("$probe" --gpu 0 heap $size 2>&1)
+		name=heap-$((size >> 10))k-report
+		expect "$name-fields" "$out" ret=0 step=4 err=0 exporter=system importer="$gpu0" \
+			size=$size mapped=$size verdict=system-ram || continue
+		n=$(field nents "$out") lo=$(field seg_min "$out") hi=$(field seg_max "$out")
+		if ((n >= (size + (1 << 20) - 1) / (1 << 20) && n <= size / 4096 && lo >= 4096 &&
+			hi <= 1 << 20 && lo <= hi && n * lo <= size && n * hi >= size)); then
+			t_pass "$name-entries"
+		else
+			t_fail "$name-entries" "nents=$n seg=$lo..$hi do not add up to $size in 4K/64K/1M chunks"
+		fi
+	done
+else
+	t_skip heap-reports "$no_heap"
+fi
+
+# --- bad file descriptors ---------------------------------------------------
+# Each is refused before anything is attached, with its own errno and message.
+for kind in pipe eventfd memfd; do
+	out=$("$probe" --gpu 0 $kind 2>&1)
+	expect "badfd-$kind" "$out" ret=-22 step=0 msg=The
+	grep -q 'not a dma-buf' <<<"$out" || t_fail "badfd-$kind-message" "no \"not a dma-buf\": $out"
+done
+for kind in closed huge; do
+	out=$("$probe" --gpu 0 $kind 2>&1)
+	expect "badfd-$kind" "$out" ret=-9 step=0
+	grep -q 'Not an open file descriptor' <<<"$out" || t_fail "badfd-$kind-message" "no \"Not an open file descriptor\": $out"
+done
+
+# --- bad importers ----------------------------------------------------------
+out=$("$probe" --importer 0000:7f:1f.7 pipe 2>&1)
+expect importer-nonexistent "$out" ret=-19 msg=No
+for bad in serial8250 ttyS0 0000:00:1f 0000:00:20.0 00:1f.8 " 0000:00:01.0" 0000:00:01.0x 000:00:01.0 +0000:00:01.0; do
+	out=$("$probe" --importer "$bad" pipe 2>&1)
+	if [[ $(field ret "$out") == -22 ]] && grep -q 'PCI bus id' <<<"$out"; then
+		t_pass "importer-malformed-${bad// /_}"
+	else
+		t_fail "importer-malformed-${bad// /_}" "expected -EINVAL naming a PCI bus id: $out"
+	fi
+done
+out=$("$probe" pipe 2>&1)
+expect importer-none "$out" ret=-22
+
+# --- permissions ------------------------------------------------------------
+out=$("$probe" --user --gpu 0 pipe 2>&1)
+expect probe-unprivileged-eperm "$out" ret=-1
+as_user "$NVS_BIN" dmabuf probe --gpu 0 --fd 0 >/dev/null 2>&1
+rc=$?
+((rc == 4)) && t_pass cli-unprivileged-exit4 || t_fail cli-unprivileged-exit4 "exit $rc, expected 4 (permission denied)"
+
+# --- the CLI and the sysfs summary -----------------------------------------
+if ((have_udmabuf)); then
+	"$NVS_BIN" dmabuf probe --gpu 0 --source udmabuf --size 2M >"$NVS_OUT/dmabuf-sample-udmabuf.txt" 2>&1
+	rc=$?
+	((rc == 0)) && grep -q 'verdict     system-ram' "$NVS_OUT/dmabuf-sample-udmabuf.txt" &&
+		t_pass cli-udmabuf || t_fail cli-udmabuf "exit $rc: $(tr '\n' ' ' <"$NVS_OUT/dmabuf-sample-udmabuf.txt")"
+	json=$("$NVS_BIN" dmabuf probe --gpu 0 --source udmabuf --size 64K --json 2>&1)
+	[[ $(jq -r '"\(.exporter) \(.size) \(.nents) \(.verdict) \(.ok)"' <<<"$json" 2>&1) == "udmabuf 65536 16 system-ram true" ]] &&
+		t_pass cli-json || t_fail cli-json "$(tr '\n' ' ' <<<"$json")"
+	dump=$("$NVS_BIN" dmabuf probe --importer "$gpu1" --source udmabuf --size 8K --dump 2>&1)
+	IFS=$'\t' read -ra f <<<"$dump"
+	[[ ${#f[@]} == 15 && ${f[0]} == udmabuf && ${f[2]} == "$gpu1" && ${f[3]} == 8192 && ${f[4]} == 2 &&
+		${f[11]} == not-applicable && ${f[13]} == done ]] &&
+		t_pass cli-dump || t_fail cli-dump "$dump"
+	last=$(cat "$(sim_class 0)/dmabuf_last_probe" 2>&1)
+	[[ $last == *" ok exporter=udmabuf importer=$gpu0 size=65536 nents=16 "*"verdict=system-ram"* ]] &&
+		t_pass sysfs-last-probe || t_fail sysfs-last-probe "$last"
+else
+	t_skip cli-udmabuf "$no_udmabuf"
+fi
+if ((have_heap)); then
+	"$NVS_BIN" dmabuf probe --gpu 0 --source dma-heap --size 2M >"$NVS_OUT/dmabuf-sample-heap.txt" 2>&1
+	rc=$?
+	((rc == 0)) && grep -q 'exporter    system' "$NVS_OUT/dmabuf-sample-heap.txt" &&
+		t_pass cli-heap || t_fail cli-heap "exit $rc: $(tr '\n' ' ' <"$NVS_OUT/dmabuf-sample-heap.txt")"
+else
+	t_skip cli-heap "$no_heap"
+fi
+exec 3< <(sleep 60)
+spid=$!
+"$NVS_BIN" dmabuf probe --gpu 0 --fd 3 >/tmp/o 2>&1
+rc=$?
+((rc == 1)) && grep -q 'not a dma-buf' /tmp/o && t_pass cli-fd-pipe || t_fail cli-fd-pipe "exit $rc: $(tr '\n' ' ' </tmp/o)"
+exec 3<&-
+kill "$spid" 2>/dev/null
+"$NVS_BIN" dmabuf probe --importer nonsense --fd 0 >/tmp/o 2>&1
+rc=$?
+((rc == 1)) && grep -q 'PCI bus id' /tmp/o && t_pass cli-bad-importer || t_fail cli-bad-importer "exit $rc: $(tr '\n' ' ' </tmp/o)"
+for bad in "--size 3" "--size -4096" "--size 4096x" "--source nfs" "--fd -1" "--fd 1x" "--json --dump --fd 0 --gpu 0" ""; do
+	# shellcheck disable=SC2086 # word splitting is the point
+	"$NVS_BIN" dmabuf probe $bad >/tmp/o 2>&1
+	rc=$?
+	((rc == 2)) && [[ -s /tmp/o ]] && t_pass "cli-usage-${bad// /_}" || t_fail "cli-usage-${bad// /_}" "exit $rc: $(tr '\n' ' ' </tmp/o)"
+done
+
+# --- the CUDA path through a stand-in libcuda ------------------------------
+fake=/tmp/libcuda-fake.so
+if gcc -shared -fPIC -DFAKECUDA_LIB -o $fake "$NVS_TOP/tests/vm/tools/dmabuf_fakecuda.c" 2>/tmp/o; then
+	FAKECUDA_BUSID=$gpu0 FAKECUDA_MODE=gate "$NVS_BIN" dmabuf probe --gpu 0 --lib $fake >/tmp/o 2>&1
+	rc=$?
+	((rc == 5)) && grep -q 'nvsidecar libcuda patch' /tmp/o && grep -q '801' /tmp/o &&
+		t_pass cli-cuda-gate-801 || t_fail cli-cuda-gate-801 "exit $rc: $(tr '\n' ' ' </tmp/o)"
+	if ((have_udmabuf)); then
+		FAKECUDA_BUSID=$gpu0 FAKECUDA_MODE=udmabuf "$NVS_BIN" dmabuf probe --gpu 0 --lib $fake --size 4M >/tmp/o 2>&1
+		rc=$?
+		((rc == 7)) && grep -q 'not inside BAR1' /tmp/o && t_pass cli-cuda-not-bar1 ||
+			t_fail cli-cuda-not-bar1 "exit $rc: $(tr '\n' ' ' </tmp/o)"
+	else
+		t_skip cli-cuda-not-bar1 "$no_udmabuf (the stand-in libcuda exports a udmabuf)"
+	fi
+else
+	t_fail cli-cuda-fake "cannot build the stand-in libcuda: $(head -c 300 /tmp/o)"
+fi
+
+# --- P2P distance -----------------------------------------------------------
+# Expected values come from the topology and the kernel's rule
+# (drivers/pci/p2pdma.c): a pair below a common switch is allowed unless a
+# bridge on the way redirects P2P with ACS; a pair that only meets at the
+# host bridge is allowed only on AMD Zen (family >= 0x17) or a whitelisted
+# Intel host bridge. TCG's "-cpu max" is AMD family 15 and the q35 host
+# bridge is 8086:29c0: refused.
+acs_redirects() {
+	local b c
+	for b in "$@"; do
+		c=$(setpci -s "$b" ECAP0d+6.w 2>/dev/null) || continue
+		[[ -n $c ]] && (((0x$c & 0x2c) != 0)) && return 0 # RR | CR | EC
+	done
+	return 1
+}
+if ((p2pdma && !have_udmabuf)); then
+	t_skip p2p-distance "$no_udmabuf: the P2P fields come with a probe of a real dma-buf"
+elif ((p2pdma)); then
+	# Same switch: GPU0 and GPU1 meet at the switch's upstream port, two
+	# hops up from each.
+	p0=$(readlink -f /sys/bus/pci/devices/$gpu0) p1=$(readlink -f /sys/bus/pci/devices/$gpu1)
+	common=$p0
+	while [[ $p1 != "$common"/* ]]; do common=${common%/*}; done
+	d0=$(($(tr -cd / <<<"${p0#"$common"}" | wc -c))) d1=$(($(tr -cd / <<<"${p1#"$common"}" | wc -c)))
+	bridges=$(for p in "$p0" "$p1"; do while [[ $p != "$common" ]]; do p=${p%/*}; basename "$p"; done; done | grep -v pci0000 | sort -u)
+	# shellcheck disable=SC2086
+	if acs_redirects $bridges; then exp_sw="p2p=refused dist=-1"; else exp_sw="p2p=allowed dist=$((d0 + d1))"; fi
+	vendor=$(awk -F': ' '/^vendor_id/ { print $2; exit }' /proc/cpuinfo)
+	family=$(awk -F': ' '/^cpu family/ { print $2; exit }' /proc/cpuinfo)
+	hb=$(cat /sys/bus/pci/devices/0000:00:00.0/vendor /sys/bus/pci/devices/0000:00:00.0/device 2>/dev/null | tr '\n' :)
+	case $hb in
+	0x8086:0x3c0[01]: | 0x8086:0x2f0[01]: | 0x8086:0x203[0-3]: | 0x8086:0x2020: | 0x8086:0x09a2: | 0x8086:0x0b25:) wl=1 ;;
+	*) wl=0 ;;
+	esac
+	if [[ $vendor == AuthenticAMD ]] && ((family >= 0x17)) || ((wl)); then
+		exp_rp="p2p=allowed"
+	else
+		exp_rp="p2p=refused dist=-1"
+	fi
+	echo "p2p expectations: switch [$exp_sw] root ports [$exp_rp] (cpu $vendor family $family, host bridge $hb)"
+	# Only a probe that got past the fd lookup returns the p2p field.
+	sw=$("$probe" --gpu 0 --importer "$gpu1" udmabuf 2>&1)
+	rp=$("$probe" --gpu 0 --importer "$gpu2" udmabuf 2>&1)
+	echo "switch: $sw"
+	echo "root ports: $rp"
+	# shellcheck disable=SC2086
+	expect p2p-same-switch "$sw" $exp_sw
+	# shellcheck disable=SC2086
+	expect p2p-root-ports "$rp" $exp_rp
+	if [[ $(field p2p "$sw") != "$(field p2p "$rp")" ]]; then
+		t_pass p2p-one-allowed-one-refused
+	else
+		t_fail p2p-one-allowed-one-refused "both layouts gave p2p=$(field p2p "$sw"): choose a CPU model and host bridge for which the kernel refuses the cross-root-port pair"
+	fi
+	self=$("$probe" --gpu 0 udmabuf 2>&1)
+	expect p2p-self "$self" p2p=allowed dist=0
+elif ((have_udmabuf)); then
+	out=$("$probe" --gpu 0 --importer "$gpu1" udmabuf 2>&1)
+	expect p2p-unknown-without-p2pdma "$out" ret=0 step=4 p2p=unknown
+	out=$("$probe" --importer "$gpu1" udmabuf 2>&1)
+	expect p2p-not-applicable-without-gpu "$out" ret=0 step=4 p2p=not-applicable
+	t_skip p2p-distance "kernel $NVS_KVER is built without CONFIG_PCI_P2PDMA (the debug lane has it)"
+else
+	t_skip p2p-distance "$no_udmabuf, and no CONFIG_PCI_P2PDMA: the P2P fields come with a probe of a real dma-buf"
+fi
+
+# --- leaks: 10,000 probes ----------------------------------------------------
+cycles=${NVS_DMABUF_CYCLES:-10000}
+if ((have_udmabuf)); then
+	kind=udmabuf size=65536
+else
+	kind=pipe size=0 # the error path still takes and drops every reference
+fi
+"$probe" --gpu 0 --count 200 $kind $size >/dev/null 2>&1 # warm the caches
+sync
+echo 3 >/proc/sys/vm/drop_caches
+slab0=$(mem_kb SUnreclaim) avail0=$(mem_kb MemAvailable)
+dmesg_mark "dmabuf leak loop"
+bi=()
+[[ -r $bufinfo ]] && bi=(--bufinfo "$bufinfo")
+t0=$SECONDS
+out=$("$probe" --gpu 0 --count "$cycles" "${bi[@]}" $kind $size 2>&1)
+secs=$((SECONDS - t0))
+echo "$cycles probes of $kind in ${secs}s: $out"
+sync
+echo 3 >/proc/sys/vm/drop_caches
+slab1=$(mem_kb SUnreclaim) avail1=$(mem_kb MemAvailable)
+if ((have_udmabuf)); then
+	expect leak-loop-results "$out" probes="$cycles" done="$cycles" einval=0 other=0
+	if ((${#bi[@]})); then
+		expect leak-no-attachment-left "$out" attached=0
+	else
+		t_skip leak-no-attachment-left "no $bufinfo (debugfs not mounted)"
+	fi
+else
+	expect leak-loop-results "$out" probes="$cycles" done=0 enodev=0 einval="$cycles" other=0
+fi
+# A leaked attachment + table per probe would be >= 1.5 KiB (16 entries):
+# 15 MiB over 10,000 probes. Allow 2 MiB of slab noise.
+if ((slab1 - slab0 < 2048 && avail0 - avail1 < 16384)); then
+	t_pass leak-slab-meminfo-flat
+else
+	t_fail leak-slab-meminfo-flat "SUnreclaim ${slab0}->${slab1} kB, MemAvailable ${avail0}->${avail1} kB after $cycles probes"
+fi
+dmesg_check leak-no-warn
+
+# --- probes racing with hot-removal of the importer --------------------------
+# The importer (GPU1) is removed and rescanned while probes naming it run.
+# Every probe must either complete or fail cleanly with -ENODEV.
+dmesg_mark "dmabuf hot-remove race"
+race=/tmp/dmabuf-race
+"$probe" --gpu 0 --importer "$gpu1" --count 1000000 --seconds 8 $kind $size >$race 2>&1 &
+rpid=$!
+for i in 1 2 3; do
+	sleep 1
+	echo 1 >/sys/bus/pci/devices/"$gpu1"/remove
+	sleep 0.5
+	echo 1 >/sys/bus/pci/rescan
+	wait_until 10 test -e /sys/bus/pci/devices/"$gpu1"
+done
+if wait_until 60 bash -c "! kill -0 $rpid 2>/dev/null"; then
+	wait $rpid
+	out=$(<$race)
+	echo "race: $out"
+	n=$(field probes "$out")
+	if ((have_udmabuf)); then
+		expect race-probes-clean "$out" einval=0 other=0
+	else
+		# A pipe fails at the fd step (-EINVAL) or, while GPU1 is gone, at
+		# the importer (-ENODEV): nothing else.
+		expect race-probes-clean "$out" done=0 other=0
+	fi
+else
+	kill -KILL $rpid 2>/dev/null
+	t_fail race-probes-clean "the probe loop hung while its importer was hot-removed: $(tail -c 300 $race)"
+fi
+if [[ -e /sys/bus/pci/devices/$gpu1 ]]; then
+	t_pass race-importer-back
+else
+	t_fail race-importer-back "$gpu1 did not come back after rescan"
+fi
+# The tally prints only when the loop finishes; a killed loop still must not
+# have crashed or hung: one more probe after the race must work.
+out=$("$probe" --gpu 0 --importer "$gpu1" $kind $size 2>&1)
+if ((have_udmabuf)); then
+	expect race-probe-after "$out" ret=0 step=4 err=0 importer="$gpu1"
+else
+	expect race-probe-after "$out" ret=-22 importer=-
+fi
+dmesg_check race-no-warn
+
+nvs_unload || t_fail dmabuf-unload "rmmod failed after the dma-buf tests"
+exit 0

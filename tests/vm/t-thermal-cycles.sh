@@ -1,0 +1,53 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+#
+# Issue 2: 200 load/unload cycles (NVS_CYCLES overrides) with concurrent
+# readers of every hwmon and class file of every GPU; then the module must
+# still load and read right. The runner checks the kernel log afterwards;
+# the debug lane adds KASAN, lockdep and kmemleak.
+set -u
+
+cycles=${NVS_CYCLES:-200}
+sim_fixture_all gb202
+# Two GPUs (one switch) keep 200 cycles affordable under emulation; the
+# others are hot-removed for the duration and rescanned at the end.
+removed=()
+for ((i = 2; i < NVS_GPUS; i++)); do
+	b=$(sim_bdf "$i")
+	echo 1 >"/sys/bus/pci/devices/$b/remove" && removed+=("$b")
+done
+readers=()
+for _ in 1 2 3; do
+	(while :; do
+		cat /sys/class/nvsidecar/gpu*/* /sys/class/hwmon/hwmon*/temp* >/dev/null 2>&1
+	done) &
+	readers+=($!)
+done
+# One writer too: thresholds and rates change while devices come and go.
+(while :; do
+	for f in /sys/class/hwmon/hwmon*/temp3_max; do echo 95000 >"$f"; done 2>/dev/null
+	for f in /sys/class/nvsidecar/gpu*/sample_hz; do echo $((RANDOM % 200)) >"$f"; done 2>/dev/null
+done) &
+readers+=($!)
+
+t0=$SECONDS fail=
+for ((n = 1; n <= cycles; n++)); do
+	nvs_load || { fail="insmod failed at cycle $n"; break; }
+	((n % 3)) && sleep 0.0$((RANDOM % 10))
+	nvs_unload || { fail="rmmod failed at cycle $n"; break; }
+done
+kill "${readers[@]}" 2>/dev/null
+wait "${readers[@]}" 2>/dev/null
+echo "$((n - 1)) cycles in $((SECONDS - t0)) s"
+[[ -z $fail ]] && t_pass thermal-load-unload-cycles || t_fail thermal-load-unload-cycles "$fail"
+
+nvs_load
+c=$(sim_class 0) h=$(sim_hwmon 0)
+wait_until 5 test "$(cat "$c/status")" = ok
+t_eq thermal-after-cycles "$(read_err "$(hw_temp "$h" ch0)_input")" 90215
+nvs_unload
+echo 1 >/sys/bus/pci/rescan
+for b in "${removed[@]}"; do
+	wait_until 10 test -d "/sys/bus/pci/devices/$b"
+	setpci -s "$b" COMMAND=2:2
+done

@@ -1,0 +1,62 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+#
+# Issue 2: an unprivileged user reads every hwmon and class file (a value
+# or "No data available", never "Permission denied") and writes none; the
+# attempt changes nothing. No file is writable by group or others.
+set -u
+
+sim_fixture_all gb202
+nvs_load || { t_fail thermal-perms-load "insmod failed"; exit 1; }
+c=$(sim_class 0) h=$(sim_hwmon 0)
+wait_until 5 test "$(cat "$c/status")" = ok
+echo 95000 >"$(hw_temp "$h" ch0)_max"
+
+files=()
+for f in "$h"/* "$c"/*; do
+	[[ -f $f && ! -L $f ]] && files+=("$f")
+done
+
+unread='' wr='' modes='' changed=''
+for f in "${files[@]}"; do
+	m=$(stat -c %a "$f")
+	((0$m & 022)) && modes+=" ${f##*/}:$m"
+	if ((0$m & 0444)); then
+		out=$(as_user cat "$f" 2>&1) ||
+			[[ $out == *"No data available"* ]] || unread+=" ${f##*/}:${out##*: }"
+	fi
+	if ((0$m & 0222)); then
+		before=$( ((0$m & 0444)) && cat "$f" 2>&1)
+		if as_user bash -c "echo 1 >'$f'" 2>/dev/null; then
+			wr+=" ${f##*/}"
+		fi
+		after=$( ((0$m & 0444)) && cat "$f" 2>&1)
+		[[ $before == "$after" ]] || changed+=" ${f##*/}"
+	fi
+done
+[[ -z $unread ]] && t_pass thermal-user-reads-all || t_fail thermal-user-reads-all "unreadable:$unread"
+[[ -z $wr ]] && t_pass thermal-user-writes-none || t_fail thermal-user-writes-none "writable by nobody:$wr"
+[[ -z $changed ]] && t_pass thermal-user-write-no-effect || t_fail thermal-user-write-no-effect "changed:$changed"
+[[ -z $modes ]] && t_pass thermal-no-group-other-write || t_fail thermal-no-group-other-write "$modes"
+((${#files[@]} > 20)) && t_pass thermal-perms-covered || t_fail thermal-perms-covered "only ${#files[@]} files found"
+
+# Root writes to the class file are validated too.
+for v in abc -1 1001 ""; do
+	if echo "$v" >"$c/sample_hz" 2>/dev/null; then
+		t_fail "thermal-sample-hz-refuses-'$v'" "accepted"
+	else
+		t_pass "thermal-sample-hz-refuses-'$v'"
+	fi
+done
+echo 100 >"$c/sample_hz"
+t_eq thermal-sample-hz-set "$(cat "$c/sample_hz")" 100
+# sample_hz 0: every read samples on demand.
+echo 0 >"$c/sample_hz"
+s0=$(cat "$c/samples")
+sim 0 temp ch0 88.5
+t_eq thermal-on-demand-read "$(read_err "$(hw_temp "$h" ch0)_input")" 88500
+s1=$(cat "$c/samples")
+sleep 0.5
+t_eq thermal-on-demand-no-background "$(cat "$c/samples")" "$s1"
+((s1 > s0)) && t_pass thermal-on-demand-counts || t_fail thermal-on-demand-counts "samples $s0 -> $s1"
+nvs_unload

@@ -1,0 +1,599 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * nvsim: writes GPU sensor registers into a simulated GPU's register file,
+ * the BAR of an ivshmem-plain device (tests/vm/run-vm). It works on the BAR
+ * as the guest sees it (sysfs resourceN of a PCI device, -b) or on any
+ * file, e.g. the host's backing file gpuN.bar (-f).
+ *
+ * Register facts: ARCHITECTURE.md "Chip recipes". Temperatures given on
+ * the command line are in °C and are encoded exactly as the hardware would
+ * (1/256 °C for die channels, 2 °C codes for GDDR7, 1/32 °C and whole °C for
+ * the Ada registers).
+ *
+ * The "counter" pattern (for lossless-recording tests): tick k = 0, 1, ...
+ * happens at start + k / hz on CLOCK_MONOTONIC (absolute deadlines, so no
+ * drift), and writes raw = base + (k mod 0x2000) into the register (default
+ * ch0, base 0x2000 = 32 °C). One step is 1/256 °C, so a die reading in
+ * milli-degrees gives k back: k = round(mc * 256 / 1000) - base. The start
+ * time and the tick count are printed; --log FILE records "k ns raw" per
+ * tick.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* GB202 (Blackwell) */
+#define GB_CH(n)	(0xad0a90u + 4 * (n))
+#define GB_HWMAX	0xad0aa0u
+#define GB_HWAVG	0xad0aa4u
+#define GB_MEM(p)	(0x9024c0u + (p) * 0x4000u)
+#define GB_VALID(off)	((off) + 0x10u)
+#define GB_BCAST	0x9a24c0u
+#define GB_NMEM		16
+#define GDDR7_VALID	0x0f000000u
+/* Ampere/Ada */
+#define ADA_MEM		0xe2a8u
+#define GA104_MEM	0xee50u
+#define ADA_HOTSPOT	0x2046cu
+
+static volatile uint32_t *regs;
+static size_t regs_len;
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("nvsim: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(1);
+}
+
+static void wr(uint32_t off, uint32_t val)
+{
+	if (off % 4 || off + 4 > regs_len)
+		die("offset 0x%x is outside the %zu-byte register file", off, regs_len);
+	regs[off / 4] = val;
+}
+
+static uint32_t rd(uint32_t off)
+{
+	if (off % 4 || off + 4 > regs_len)
+		die("offset 0x%x is outside the %zu-byte register file", off, regs_len);
+	return regs[off / 4];
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void sleep_until(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = ns / 1000000000ull, .tv_nsec = ns % 1000000000ull };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+/* Encoders: °C to raw register values. */
+static uint32_t die_raw(double c)
+{
+	long v = lround(c * 256.0);
+
+	if (v < 0 || v > 0xffff)
+		die("%.3f °C does not fit a die register", c);
+	return (uint32_t)v;
+}
+
+static uint32_t gddr7_raw(double c)
+{
+	long code = lround((c + 40.0) / 2.0);
+
+	if (code < 0 || code > 0xff)
+		die("%.3f °C does not fit a GDDR7 code", c);
+	return (uint32_t)code << 16;
+}
+
+struct reg_name {
+	const char *name;
+	uint32_t off;
+	char kind;		/* d: die, m: GDDR7 module, a: Ada mem, h: Ada hotspot */
+};
+
+static const struct reg_name reg_names[] = {
+	{ "ch0", GB_CH(0), 'd' }, { "ch1", GB_CH(1), 'd' },
+	{ "ch2", GB_CH(2), 'd' }, { "ch3", GB_CH(3), 'd' },
+	{ "hotspot", GB_HWMAX, 'd' }, { "average", GB_HWAVG, 'd' },
+	{ "mem", GB_BCAST, 'm' },
+	{ "ada-mem", ADA_MEM, 'a' }, { "ga104-mem", GA104_MEM, 'a' },
+	{ "ada-hotspot", ADA_HOTSPOT, 'h' },
+};
+
+/* A register by name (ch0, hotspot, mem7, mem7-valid, ada-mem...) or offset. */
+static uint32_t reg_lookup(const char *s, char *kind)
+{
+	char *end;
+	unsigned long v;
+	size_t i;
+
+	for (i = 0; i < sizeof(reg_names) / sizeof(reg_names[0]); i++)
+		if (!strcmp(s, reg_names[i].name)) {
+			*kind = reg_names[i].kind;
+			return reg_names[i].off;
+		}
+	if (!strncmp(s, "mem", 3) && s[3] >= '0' && s[3] <= '9') {
+		v = strtoul(s + 3, &end, 10);
+		if (v < GB_NMEM && !*end) {
+			*kind = 'm';
+			return GB_MEM(v);
+		}
+		if (v < GB_NMEM && !strcmp(end, "-valid")) {
+			*kind = 'r';
+			return GB_VALID(GB_MEM(v));
+		}
+	}
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (errno || *end || end == s || v > UINT32_MAX)
+		die("unknown register `%s' (names: ch0..ch3 hotspot average mem mem0..mem15 mem0-valid ada-mem ga104-mem ada-hotspot, or an offset)", s);
+	*kind = 'r';
+	return (uint32_t)v;
+}
+
+static uint32_t parse_u32(const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || end == s || v > UINT32_MAX)
+		die("not a 32-bit value: `%s'", s);
+	return (uint32_t)v;
+}
+
+static double parse_c(const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || end == s || !isfinite(v))
+		die("not a temperature in °C: `%s'", s);
+	return v;
+}
+
+/* Writes temperature c into a named register, in that register's format. */
+static void put_temp(uint32_t off, char kind, double c)
+{
+	long v;
+
+	switch (kind) {
+	case 'd':
+		wr(off, die_raw(c));
+		break;
+	case 'm':
+		wr(off, gddr7_raw(c));
+		if (off != GB_BCAST)
+			wr(GB_VALID(off), GDDR7_VALID);
+		break;
+	case 'a':
+		v = lround(c * 32.0);
+		if (v <= 0 || v >= 0xfff)
+			die("%.3f °C does not fit the Ada memory register", c);
+		wr(off, (uint32_t)v);
+		break;
+	case 'h':
+		v = lround(c);
+		if (v <= 0 || v > 0xff)
+			die("%.3f °C does not fit the Ada hotspot register", c);
+		wr(off, (uint32_t)v << 8);
+		break;
+	default:
+		die("register 0x%x has no temperature format: use set", off);
+	}
+}
+
+/*
+ * Fixtures: exact raw values. tests/vm/t-thermal-*.sh checks the hwmon
+ * values these imply; change both together.
+ */
+struct fixture_reg {
+	uint32_t off;
+	uint32_t val;
+};
+
+static const struct fixture_reg fix_gb202_die[] = {
+	{ GB_CH(0), 0x00005a37 },	/* 90.21484375 °C */
+	{ GB_CH(1), 0x00a14f80 },	/* 79.5 °C, junk in 31:16 */
+	{ GB_CH(2), 0x00004b1a },	/* 75.1015625 °C */
+	{ GB_CH(3), 0x00004cf3 },	/* 76.94921875 °C */
+	{ GB_HWMAX, 0x00005c40 },	/* 92.25 °C */
+	{ GB_HWAVG, 0x00004f4d },	/* 79.30078125 °C */
+};
+
+/*
+ * GB202 modules: present ones have code 0x30 + p (56 + 2p °C) except p = 13,
+ * code 0x5a, clamped to 80 (120 °C); p = 6 and p = 15 are absent.
+ * Bits 31:24 and 15:0 carry junk that must be ignored.
+ */
+static void fixture_gb202(void)
+{
+	size_t i;
+	uint32_t p, code;
+
+	for (i = 0; i < sizeof(fix_gb202_die) / sizeof(fix_gb202_die[0]); i++)
+		wr(fix_gb202_die[i].off, fix_gb202_die[i].val);
+	for (p = 0; p < GB_NMEM; p++) {
+		if (p == 6 || p == 15) {
+			wr(GB_MEM(p), 0xbadf5040u + p);
+			wr(GB_VALID(GB_MEM(p)), 0xbadf5040u);
+			continue;
+		}
+		code = p == 13 ? 0x5a : 0x30 + p;
+		wr(GB_MEM(p), (p & 1 ? 0x01000000u : 0) | code << 16 | (0x1234u + p));
+		wr(GB_VALID(GB_MEM(p)), GDDR7_VALID | 0x5a5u);
+	}
+	wr(GB_BCAST, 0x005a0000u | 0x0042u);	/* hottest: 120 °C */
+}
+
+/* Ada/Ampere: hotspot 75 °C, memory junction 86.40625 °C (0xacd / 32). */
+static void fixture_ada(void)
+{
+	wr(ADA_HOTSPOT, 0x00004b00u | 0x12u);
+	wr(ADA_MEM, 0x50000acdu);
+	wr(GA104_MEM, 0x50000acdu);
+}
+
+/* Every register any recipe reads. */
+static void fill_all(uint32_t val, bool validity)
+{
+	uint32_t p;
+	int i;
+
+	for (i = 0; i < 4; i++)
+		wr(GB_CH(i), val);
+	wr(GB_HWMAX, val);
+	wr(GB_HWAVG, val);
+	for (p = 0; p < GB_NMEM; p++) {
+		wr(GB_MEM(p), val);
+		if (validity)
+			wr(GB_VALID(GB_MEM(p)), val);
+	}
+	wr(GB_BCAST, val);
+	wr(ADA_MEM, val);
+	wr(GA104_MEM, val);
+	wr(ADA_HOTSPOT, val);
+}
+
+static void dump(void)
+{
+	static const char *const die_names[] = { "ch0", "ch1", "ch2", "ch3", "hotspot", "average" };
+	uint32_t raw, v, p;
+	int i;
+
+	for (i = 0; i < 6; i++) {
+		raw = rd(GB_CH(0) + 4 * i);
+		printf("%-8s 0x%06x 0x%08x %.8g\n", die_names[i], GB_CH(0) + 4 * i, raw,
+		       (raw & 0xffff) / 256.0);
+	}
+	for (p = 0; p < GB_NMEM; p++) {
+		raw = rd(GB_MEM(p));
+		v = rd(GB_VALID(GB_MEM(p)));
+		if ((raw & 0xffff0000u) == 0xbadf0000u)
+			printf("mem%-5u 0x%06x 0x%08x absent\n", p, GB_MEM(p), raw);
+		else
+			printf("mem%-5u 0x%06x 0x%08x %d%s\n", p, GB_MEM(p), raw,
+			       2 * (int)(((raw >> 16) & 0xff) > 80 ? 80 : (raw >> 16) & 0xff) - 40,
+			       (v & GDDR7_VALID) == GDDR7_VALID ? "" : " (invalid)");
+	}
+	raw = rd(GB_BCAST);
+	printf("%-8s 0x%06x 0x%08x\n", "mem", GB_BCAST, raw);
+	printf("%-8s 0x%06x 0x%08x\n", "ada-mem", ADA_MEM, rd(ADA_MEM));
+	printf("%-8s 0x%06x 0x%08x\n", "ada-hot", ADA_HOTSPOT, rd(ADA_HOTSPOT));
+}
+
+struct opts {
+	double hz, seconds, ms, value, from, to;
+	uint32_t base;
+	const char *reg, *log;
+	bool have_value;
+};
+
+static void parse_opts(int argc, char *argv[], struct opts *o)
+{
+	static const struct option lo[] = {
+		{ "hz", required_argument, NULL, 'z' },
+		{ "seconds", required_argument, NULL, 's' },
+		{ "ms", required_argument, NULL, 'm' },
+		{ "value", required_argument, NULL, 'v' },
+		{ "from", required_argument, NULL, 'f' },
+		{ "to", required_argument, NULL, 't' },
+		{ "base", required_argument, NULL, 'b' },
+		{ "reg", required_argument, NULL, 'r' },
+		{ "log", required_argument, NULL, 'l' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'z': o->hz = parse_c(optarg); break;
+		case 's': o->seconds = parse_c(optarg); break;
+		case 'm': o->ms = parse_c(optarg); break;
+		case 'v': o->value = parse_c(optarg); o->have_value = true; break;
+		case 'f': o->from = parse_c(optarg); break;
+		case 't': o->to = parse_c(optarg); break;
+		case 'b': o->base = parse_u32(optarg); break;
+		case 'r': o->reg = optarg; break;
+		case 'l': o->log = optarg; break;
+		default: exit(2);
+		}
+	}
+	if (optind != argc)
+		die("unexpected argument `%s'", argv[optind]);
+	if (o->hz <= 0 || o->hz > 10000)
+		die("--hz must be in (0, 10000]");
+	if (o->seconds < 0 || o->ms < 0)
+		die("durations must not be negative");
+}
+
+static void cmd_spike(struct opts *o)
+{
+	char kind;
+	uint32_t off = reg_lookup(o->reg, &kind), old = rd(off), old_max = rd(GB_HWMAX);
+	uint64_t t0;
+
+	if (!o->have_value)
+		die("spike needs --value CELSIUS");
+	t0 = now_ns();
+	put_temp(off, kind, o->value);
+	/* the hardware maximum follows a die spike, as on the real chip */
+	if (kind == 'd' && off != GB_HWMAX)
+		put_temp(GB_HWMAX, 'd', o->value);
+	sleep_until(t0 + (uint64_t)(o->ms * 1e6));
+	wr(off, old);
+	if (kind == 'd' && off != GB_HWMAX)
+		wr(GB_HWMAX, old_max);
+	printf("spike %s %.4g °C from %llu to %llu ns\n", o->reg, o->value,
+	       (unsigned long long)t0, (unsigned long long)now_ns());
+}
+
+static void cmd_ramp(struct opts *o)
+{
+	char kind;
+	uint32_t off = reg_lookup(o->reg, &kind);
+	uint64_t t0 = now_ns(), period = (uint64_t)(1e9 / o->hz), k, n;
+
+	n = (uint64_t)(o->seconds * o->hz);
+	for (k = 0; k <= n; k++) {
+		sleep_until(t0 + k * period);
+		put_temp(off, kind, o->from + (o->to - o->from) * (n ? (double)k / n : 1.0));
+	}
+	printf("ramp %s %.4g..%.4g °C, %llu steps\n", o->reg, o->from, o->to,
+	       (unsigned long long)n + 1);
+}
+
+static void cmd_counter(struct opts *o)
+{
+	char kind;
+	uint32_t off = reg_lookup(o->reg, &kind), raw = 0;
+	uint64_t t0, period = (uint64_t)(1e9 / o->hz), k, n, t;
+	FILE *log = NULL;
+
+	if (kind != 'd')
+		die("counter needs a die register (ch0..ch3, hotspot, average)");
+	if (o->base + 0x2000u > 0xffff)
+		die("--base leaves no room for the counter");
+	if (o->log && !(log = fopen(o->log, "w")))
+		die("Unable to open `%s': %s", o->log, strerror(errno));
+	n = (uint64_t)(o->seconds * o->hz);
+	t0 = now_ns() + 1000000;
+	printf("counter %s off 0x%x base 0x%x hz %g ticks %llu start_ns %llu\n", o->reg, off,
+	       o->base, o->hz, (unsigned long long)n, (unsigned long long)t0);
+	fflush(stdout);
+	for (k = 0; k < n; k++) {
+		sleep_until(t0 + k * period);
+		raw = o->base + (uint32_t)(k % 0x2000);
+		wr(off, raw);
+		if (log) {
+			t = now_ns();
+			fprintf(log, "%llu %llu %u\n", (unsigned long long)k,
+				(unsigned long long)t, raw);
+		}
+	}
+	if (log && fclose(log))
+		die("Unable to write `%s': %s", o->log, strerror(errno));
+	printf("counter done ticks %llu last_raw 0x%x end_ns %llu\n", (unsigned long long)n, raw,
+	       (unsigned long long)now_ns());
+}
+
+/*
+ * A changing load for the demo: the die heats and cools on a 12 s cycle,
+ * with 50 ms pulses on ch0 every 2 s (the kind NVML averages away), the
+ * hardware max and average follow the channels, and the memory heats
+ * slowly behind the die.
+ */
+static void cmd_load(struct opts *o)
+{
+	uint64_t t0 = now_ns(), period = (uint64_t)(1e9 / o->hz), k, n;
+	double t, load, ch[4], mx, sum, pulse;
+	int i;
+	uint32_t p;
+
+	n = o->seconds > 0 ? (uint64_t)(o->seconds * o->hz) : UINT64_MAX;
+	for (k = 0; k < n; k++) {
+		sleep_until(t0 + k * period);
+		t = (double)k / o->hz;
+		load = 0.5 - 0.5 * cos(2 * M_PI * t / 12.0);
+		pulse = fmod(t, 2.0) < 0.05 ? 14.0 : 0.0;
+		mx = 0;
+		sum = 0;
+		for (i = 0; i < 4; i++) {
+			ch[i] = 45.0 + 50.0 * load + 2.5 * sin(t * 3.1 + i) + (i == 0 ? 6.0 * load + pulse : 0);
+			if (ch[i] > mx)
+				mx = ch[i];
+			sum += ch[i];
+			put_temp(GB_CH(i), 'd', ch[i]);
+		}
+		put_temp(GB_HWMAX, 'd', mx + 1.25);
+		put_temp(GB_HWAVG, 'd', sum / 4);
+		for (p = 0; p < GB_NMEM; p++)
+			put_temp(GB_MEM(p), 'm', 50.0 + 30.0 * load + (p % 4) * 2.0);
+		put_temp(GB_BCAST, 'm', 50.0 + 30.0 * load + 6.0);
+	}
+}
+
+static void usage(FILE *f)
+{
+	fputs("Usage: nvsim [-b BDF [--bar N] | -f FILE] COMMAND [ARGS]\n"
+	      "  -b BDF     the guest's /sys/bus/pci/devices/BDF/resourceN (BAR 2 by default)\n"
+	      "  -f FILE    a register file, e.g. the host's gpuN.bar\n"
+	      "Commands:\n"
+	      "  fixture gb202|ada      exact known raw values (see the source for the table)\n"
+	      "  set REG VALUE          write a raw 32-bit value\n"
+	      "  get REG                print a raw value\n"
+	      "  temp REG CELSIUS       write a temperature in REG's format (GDDR7: with validity)\n"
+	      "  ramp [--reg ch0] --from C --to C --seconds S [--hz 50]\n"
+	      "  spike [--reg ch0] --value C [--ms 60]     (raises hotspot too)\n"
+	      "  counter [--reg ch0] [--hz 50] [--seconds 30] [--base 0x2000] [--log FILE]\n"
+	      "  load [--seconds S] [--hz 20]              changing load for the demo (0: forever)\n"
+	      "  allones | poison       every sensor register reads 0xffffffff / 0xbadf1234\n"
+	      "  validity-off [P]       clear GDDR7 validity bits 27:24 of module P (default: all)\n"
+	      "  zero                   clear every sensor register\n"
+	      "  dump                   decode the GB202 registers\n"
+	      "REG: ch0..ch3 hotspot average mem mem0..mem15 mem0-valid..mem15-valid\n"
+	      "     ada-mem ga104-mem ada-hotspot, or a byte offset\n"
+	      "Exit status: 0 done, 1 error, 2 usage.\n", f);
+}
+
+int main(int argc, char *argv[])
+{
+	const char *bdf = NULL, *file = NULL, *cmd;
+	char path[256], kind;
+	int bar = 2, fd, c;
+	struct stat st;
+	void *map;
+	struct opts o = { .hz = 50, .seconds = 30, .ms = 60, .from = 40, .to = 100,
+			  .base = 0x2000, .reg = "ch0" };
+
+	while ((c = getopt(argc, argv, "+b:f:B:h")) != -1) {
+		switch (c) {
+		case 'b': bdf = optarg; break;
+		case 'f': file = optarg; break;
+		case 'B': bar = atoi(optarg); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind >= argc || !!bdf == !!file) {
+		usage(stderr);
+		return 2;
+	}
+	cmd = argv[optind];
+	argc -= optind;
+	argv += optind;
+	if (bdf) {
+		if (strchr(bdf, '/') || bar < 0 || bar > 5)
+			die("bad PCI address or BAR");
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource%d", bdf, bar);
+		file = path;
+	}
+	fd = open(file, O_RDWR);
+	if (fd < 0)
+		die("Unable to open `%s': %s", file, strerror(errno));
+	if (fstat(fd, &st) || st.st_size < 0x1000000)
+		die("`%s' is not a 16 MiB register file", file);
+	regs_len = st.st_size;
+	map = mmap(NULL, regs_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		die("Unable to map `%s': %s", file, strerror(errno));
+	close(fd);
+	regs = map;
+
+	if (!strcmp(cmd, "fixture")) {
+		if (argc != 2)
+			die("fixture needs a name: gb202 or ada");
+		if (!strcmp(argv[1], "gb202"))
+			fixture_gb202();
+		else if (!strcmp(argv[1], "ada"))
+			fixture_ada();
+		else
+			die("unknown fixture `%s' (gb202, ada)", argv[1]);
+	} else if (!strcmp(cmd, "set")) {
+		if (argc != 3)
+			die("set needs REG VALUE");
+		wr(reg_lookup(argv[1], &kind), parse_u32(argv[2]));
+	} else if (!strcmp(cmd, "get")) {
+		if (argc != 2)
+			die("get needs REG");
+		printf("0x%08x\n", rd(reg_lookup(argv[1], &kind)));
+	} else if (!strcmp(cmd, "temp")) {
+		if (argc != 3)
+			die("temp needs REG CELSIUS");
+		uint32_t off = reg_lookup(argv[1], &kind);
+		put_temp(off, kind, parse_c(argv[2]));
+	} else if (!strcmp(cmd, "spike")) {
+		parse_opts(argc, argv, &o);
+		cmd_spike(&o);
+	} else if (!strcmp(cmd, "ramp")) {
+		parse_opts(argc, argv, &o);
+		cmd_ramp(&o);
+	} else if (!strcmp(cmd, "counter")) {
+		parse_opts(argc, argv, &o);
+		cmd_counter(&o);
+	} else if (!strcmp(cmd, "load")) {
+		o.hz = 20;
+		o.seconds = 0;
+		parse_opts(argc, argv, &o);
+		cmd_load(&o);
+	} else if (!strcmp(cmd, "allones")) {
+		fill_all(0xffffffffu, true);
+	} else if (!strcmp(cmd, "poison")) {
+		fill_all(0xbadf1234u, true);
+	} else if (!strcmp(cmd, "zero")) {
+		fill_all(0, true);
+	} else if (!strcmp(cmd, "validity-off")) {
+		uint32_t p, first = 0, last = GB_NMEM - 1;
+
+		if (argc == 2) {
+			first = last = parse_u32(argv[1]);
+			if (first >= GB_NMEM)
+				die("module %u does not exist (0..15)", first);
+		} else if (argc > 2) {
+			die("validity-off takes at most one module number");
+		}
+		for (p = first; p <= last; p++)
+			wr(GB_VALID(GB_MEM(p)), rd(GB_VALID(GB_MEM(p))) & ~0x08000000u);
+	} else if (!strcmp(cmd, "dump")) {
+		dump();
+	} else {
+		fprintf(stderr, "nvsim: unknown command `%s'\n", cmd);
+		usage(stderr);
+		return 2;
+	}
+	/* a file (the host's backing file) must reach QEMU's mapping now */
+	if (file != path && msync(map, regs_len, MS_SYNC))
+		die("Unable to sync `%s': %s", file, strerror(errno));
+	return 0;
+}
