@@ -81,7 +81,7 @@ static const char * const nvs_p2p_names[] = {
 	[NVS_P2P_UNKNOWN] = "unknown",
 	[NVS_P2P_ALLOWED] = "allowed",
 	[NVS_P2P_REFUSED] = "refused",
-	[NVS_P2P_NOT_APPLICABLE] = "n/a",
+	[NVS_P2P_NOT_APPLICABLE] = "not-applicable",
 };
 
 /*

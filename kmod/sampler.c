@@ -26,6 +26,7 @@
 #include <linux/hrtimer.h>
 #include <linux/io.h>
 #include <linux/kthread.h>
+#include <linux/math64.h>
 #include <linux/pci.h>
 #include <linux/pm_runtime.h>
 #include <linux/sched.h>
@@ -319,9 +320,15 @@ static int nvs_sampler_fn(void *data)
 		slack = min_t(u64, period / 20, 100 * NSEC_PER_USEC);
 		next = ktime_add_ns(next, period);
 		now = ktime_get();
-		/* fell behind (a reader held the lock): skip, never burst */
-		if (ktime_before(next, now))
-			next = now;
+		/*
+		 * Fell behind (a reader held the lock, or the machine cannot
+		 * keep up): skip the missed slots and keep the phase, so the
+		 * thread never bursts and always sleeps a little.
+		 */
+		if (!ktime_before(now, next))
+			next = ktime_add_ns(next, period *
+					    (div64_u64(ktime_to_ns(ktime_sub(now, next)),
+						       period) + 1));
 
 		set_current_state(TASK_INTERRUPTIBLE);
 		if (!kthread_should_stop())

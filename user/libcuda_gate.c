@@ -20,13 +20,16 @@
 #include "libcuda_emu.h"
 #include "libcuda_gate.h"
 
+/* Reasons quote instructions and other reasons; truncating them is fine. */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
 #define MAX_WIN_INSNS 48
 #define MAX_BFS_FUNCS 256
 #define SCAN_SPAN 63		/* widest store we check for overlap: 64 bytes */
 
 struct win {
 	bool ok;
-	char why[128];
+	char why[256];
 	uint64_t start, end;
 	struct lc_emu_win ew;
 	struct lc_emu_out orig;	/* emulation of the unmodified bytes */
@@ -146,48 +149,56 @@ struct dinsn {
 	cs_x86 x;
 };
 
+static bool writes_flags(const struct dinsn *d)
+{
+	return d->x.eflags & (X86_EFLAGS_MODIFY_ZF | X86_EFLAGS_MODIFY_CF | X86_EFLAGS_RESET_CF |
+			      X86_EFLAGS_SET_CF);
+}
+
 static bool match_jtab(struct dinsn *d, int k, struct jtab *t)
 {
-	int idx = -1, tabreg = -1;
+	int idx = -1, tabreg = -1, ja = -1;
 	uint64_t table = 0;
 
 	if (d[k].x.op_count != 1 || d[k].x.operands[0].type != X86_OP_REG)
 		return false;
-	for (int j = k - 1; j >= 0 && j >= k - 8; --j) {
+	for (int j = k - 1; j >= 0 && j >= k - 8 && idx < 0; --j) {
 		const cs_x86 *x = &d[j].x;
 
 		if (d[j].id == X86_INS_MOVSXD && x->op_count == 2 && x->operands[1].type == X86_OP_MEM &&
 		    x->operands[1].mem.scale == 4 && x->operands[1].mem.index != X86_REG_INVALID) {
 			idx = x->operands[1].mem.index;
 			tabreg = x->operands[1].mem.base;
-		} else if (d[j].id == X86_INS_LEA && tabreg >= 0 && x->operands[0].reg == (unsigned)tabreg &&
-			   x->operands[1].mem.base == X86_REG_RIP) {
-			table = d[j + 1].addr + x->operands[1].mem.disp;
-			table = d[j].addr + (table - d[j + 1].addr);
 		}
 	}
+	for (int j = k - 1; j >= 0 && !table && tabreg >= 0; --j)
+		if (d[j].id == X86_INS_LEA && d[j].x.operands[0].reg == (unsigned)tabreg &&
+		    d[j].x.operands[1].mem.base == X86_REG_RIP && j + 1 <= k)
+			table = d[j + 1].addr + d[j].x.operands[1].mem.disp;
 	if (idx < 0 || !table)
 		return false;
-	/* recompute the table address exactly: rip-relative is from the next insn */
-	for (int j = k - 1; j >= 0 && j >= k - 8; --j)
-		if (d[j].id == X86_INS_LEA && d[j].x.operands[1].mem.base == X86_REG_RIP &&
-		    d[j].x.operands[0].reg == (unsigned)tabreg)
-			table = d[j + 1].addr + d[j].x.operands[1].mem.disp;
-	for (int j = k - 1; j >= 1 && j >= k - 16; --j) {
-		const cs_x86 *x = &d[j - 1].x;
+	for (int j = k - 1; j >= 0 && ja < 0; --j)
+		if (d[j].id == X86_INS_JA || d[j].id == X86_INS_JAE)
+			ja = j;
+	/* the bound: the last flag-writing instruction before the ja */
+	for (int j = ja - 1; j >= 0; --j) {
+		const cs_x86 *x = &d[j].x;
 
-		if ((d[j].id != X86_INS_JA && d[j].id != X86_INS_JAE) || d[j - 1].id != X86_INS_CMP ||
-		    x->operands[0].type != X86_OP_REG || x->operands[1].type != X86_OP_IMM)
+		if (!writes_flags(&d[j]))
 			continue;
+		if (d[j].id != X86_INS_CMP || x->op_count != 2 || x->operands[1].type != X86_OP_IMM)
+			return false;
 		t->table = table;
-		t->max = (int)x->operands[1].imm - (d[j].id == X86_INS_JAE);
+		t->max = (int)x->operands[1].imm - (d[ja].id == X86_INS_JAE);
 		t->bias = 0;
-		if (j >= 2 && d[j - 2].id == X86_INS_SUB && d[j - 2].x.operands[1].type == X86_OP_IMM)
-			t->bias = (int)d[j - 2].x.operands[1].imm;
-		else if (j >= 2 && d[j - 2].id == X86_INS_LEA && d[j - 2].x.operands[1].mem.base != X86_REG_RIP &&
-			 d[j - 2].x.operands[1].mem.index == X86_REG_INVALID &&
-			 d[j - 2].x.operands[0].reg == x->operands[0].reg)
-			t->bias = -(int)d[j - 2].x.operands[1].mem.disp;
+		if (j >= 1 && x->operands[0].type == X86_OP_REG && d[j - 1].id == X86_INS_SUB &&
+		    d[j - 1].x.operands[1].type == X86_OP_IMM)
+			t->bias = (int)d[j - 1].x.operands[1].imm;
+		else if (j >= 1 && x->operands[0].type == X86_OP_REG && d[j - 1].id == X86_INS_LEA &&
+			 d[j - 1].x.operands[1].mem.base != X86_REG_RIP &&
+			 d[j - 1].x.operands[1].mem.index == X86_REG_INVALID &&
+			 d[j - 1].x.operands[0].reg == x->operands[0].reg)
+			t->bias = -(int)d[j - 1].x.operands[1].mem.disp;
 		return t->max > 0 && t->max < 4096;
 	}
 	return false;
@@ -611,8 +622,56 @@ static bool is_cand(const cs_insn *i)
 }
 
 /*
- * Decodes each function holding stores once, from its start (unwind info),
- * keeping the last instructions before each store and every direct branch.
+ * Every branch target inside a function: direct jumps anywhere in it, and
+ * the entries of the jump tables it dispatches through. Indirect jumps that
+ * are not recognisable tables are counted (tail calls mostly).
+ */
+static int function_branches(struct ctx *c, uint64_t fs)
+{
+	uint64_t fe = lc_elf_func_end(c->e, fs), a = fs;
+	struct dinsn ring[64], lin[40];
+	long n = 0;
+	int unresolved = 0;
+
+	if (fe <= fs || fe - fs > (16u << 20))
+		fe = fs + (16u << 20);
+	while (a < fe && decode(c, a, NULL, 0)) {
+		struct dinsn *x = &ring[n % 64];
+		uint64_t t;
+
+		x->addr = a;
+		x->id = c->insn->id;
+		x->x = c->insn->detail->x86;
+		if ((is_jcc(x->id) || x->id == X86_INS_JMP) && (t = direct_target(c->insn))) {
+			add_branch(c, a, t);
+		} else if (x->id == X86_INS_JMP) {
+			struct jtab jt;
+			int m = n < 39 ? (int)n : 39;
+
+			for (int i = 0; i <= m; ++i)
+				lin[i] = ring[(n - m + i) % 64];
+			if (match_jtab(lin, m, &jt)) {
+				for (int i = 0; i <= jt.max; ++i) {
+					uint64_t tgt;
+
+					jt.bias = 0;
+					if (jtab_entry(c, &jt, i, &tgt))
+						add_branch(c, a, tgt);
+				}
+			} else if (x->x.op_count == 1 && x->x.operands[0].type == X86_OP_REG) {
+				/* jmp *mem is a tail call through a slot; jmp *reg could go anywhere */
+				unresolved++;
+			}
+		}
+		a += c->insn->size;
+		n++;
+	}
+	return unresolved;
+}
+
+/*
+ * Decodes each function holding stores from its start (unwind info),
+ * keeping the last instructions before each store.
  */
 #define RING 64
 
@@ -621,8 +680,9 @@ static void build_windows(struct ctx *c)
 	struct lc_gate *g = c->g;
 	const struct lc_elf *e = c->e;
 	struct dinsn ring[RING];
-	uint64_t cur_fs = 0, a = 0;
+	uint64_t cur_fs = 0, a = 0, scanned_fs = 0;
 	long n = 0;
+	int unresolved = 0;
 
 	for (size_t k = 0; k < g->nstores; ++k) {
 		struct lc_store *s = &g->stores[k];
@@ -639,6 +699,16 @@ static void build_windows(struct ctx *c)
 			snprintf(w->why, sizeof(w->why), "no unwind information to anchor the disassembly");
 			continue;
 		}
+		if (fs != scanned_fs) {
+			unresolved = function_branches(c, fs);
+			scanned_fs = fs;
+		}
+		if (unresolved) {
+			snprintf(w->why, sizeof(w->why),
+				 "its function has %d register-indirect jump(s) that are not jump tables, so entries into the code before the store cannot be bounded",
+				 unresolved);
+			continue;
+		}
 		if (fs != cur_fs || a > s->addr) {
 			cur_fs = a = fs;
 			n = 0;
@@ -646,10 +716,9 @@ static void build_windows(struct ctx *c)
 		while (a <= s->addr && decode(c, a, NULL, 0)) {
 			struct dinsn *x = &ring[n % RING];
 
+			(void)t;
 			x->addr = a;
 			x->id = c->insn->id;
-			if ((is_jcc(x->id) || x->id == X86_INS_JMP) && (t = direct_target(c->insn)))
-				add_branch(c, a, t);
 			if (a == s->addr)
 				si = n;
 			a += c->insn->size;

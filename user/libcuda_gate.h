@@ -44,7 +44,7 @@ struct lc_store {
 	bool init_or;		/* carries an or-immediate into the byte */
 	bool has_mask_or;	/* ... which already includes the mask */
 	uint8_t or_imm;
-	char note[160];
+	char note[256];
 };
 
 struct lc_gate {

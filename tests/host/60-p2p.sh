@@ -46,6 +46,10 @@ fi
 t_pass p2p-build
 bin=$asan/nvsidecar
 lib=$fake/libcuda.so.1
+# Debian's python3 (deps.list): a version manager's shim on PATH costs
+# seconds per start on a loaded machine
+python=/usr/bin/python3
+[[ -x $python ]] || python=python3
 
 sanitizer_clean() {
 	! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: UndefinedBehavior' "$1"
@@ -71,7 +75,7 @@ check() {
 		return
 	fi
 	[[ -z $py ]] && { t_pass "$name"; return; }
-	if msg=$(python3 - "$work/out" "$work/err" 2>&1 <<EOF
+	if msg=$("$python" - "$work/out" "$work/err" 2>&1 <<EOF
 import json, sys
 out = open(sys.argv[1]).read()
 err = open(sys.argv[2]).read()

@@ -5,7 +5,7 @@
 # real initramfs images with mkinitramfs and with dracut (into temp files,
 # not /boot), check what is inside, and boot each under QEMU with a
 # simulated GPU. A script in the image, run before the real root is mounted
-# (initramfs-tools init-premount, dracut pre-trigger), prints lsmod, the
+# (initramfs-tools init-premount, dracut cmdline hook), prints lsmod, the
 # module's sim parameter, the hwmon chips and the mount table to the
 # console and powers off. nvsidecar must have been loaded by the image's own
 # mechanism (conf/modules, rd.driver.pre), never by the proof script. One
@@ -122,10 +122,10 @@ sed -i -e 's/^MODULES=.*/MODULES=list/' -e 's/^COMPRESS=.*/COMPRESS=gzip/' "$wor
 	echo 'nvs_proof init-premount "${rootmnt:-/root}"'
 } >"$work/it/scripts/init-premount/nvs-proof"
 chmod +x "$work/it/scripts/init-premount/nvs-proof"
-# dracut: the hook is sourced by dracut's init at pre-trigger, after the
-# cmdline hook (where rd.driver.pre loads modules) and before udev settles,
-# the root device is looked for, or anything is mounted on /sysroot.
-{ cat "$work/proof.sh"; echo 'nvs_proof pre-trigger /sysroot'; } >"$work/dracut/99-nvs-proof.sh"
+# dracut: the hook is sourced by dracut's init at the end of the cmdline
+# hooks: after kernel-modules' parse-kernel.sh has loaded rd.driver.pre
+# modules, before udev starts, before root= is even interpreted.
+{ cat "$work/proof.sh"; echo 'nvs_proof cmdline /sysroot'; } >"$work/dracut/99-nvs-proof.sh"
 
 t0=$SECONDS
 if unshare -m --propagation private bash -c '
@@ -142,7 +142,7 @@ if unshare -m --propagation private bash -c '
 	set -e
 	mount --bind "$1/modprobe.d" /etc/modprobe.d
 	dracut --no-hostonly --force --quiet --gzip -m "base kernel-modules nvsidecar" \
-		--include "$1/dracut/99-nvs-proof.sh" /lib/dracut/hooks/pre-trigger/99-nvs-proof.sh \
+		--include "$1/dracut/99-nvs-proof.sh" /lib/dracut/hooks/cmdline/99-nvs-proof.sh \
 		"$1/dracut.img" "$2"
 ' _ "$work" "$kver" >>"$log" 2>&1; then
 	t_pass "$name: dracut for $kver ($((SECONDS - t0)) s, $(($(stat -c %s "$work/dracut.img") / 1024)) KiB)"
@@ -192,20 +192,31 @@ boot() {
 		-nodefaults -no-reboot -display none -monitor none \
 		-chardev "file,id=con,path=$con" -serial chardev:con \
 		-kernel "/boot/vmlinuz-$kver" -initrd "$2" \
-		-append "console=ttyS0 panic=-1 loglevel=5 root=/dev/nvs-none rd.shell=0 rd.retry=1" \
+		-append "console=ttyS0 panic=-1 loglevel=5 no_timer_check root=/dev/nvs-none rd.shell=0 rd.retry=1" \
 		"${dev[@]}" </dev/null >>"$log" 2>&1
+	# A TCG guest on a loaded host sometimes fails the early IO-APIC timer
+	# check before userspace; that is the emulator, not the image: retry once.
+	if grep -q 'IO-APIC + timer doesn' "$con" && [[ ${4:-} != retry ]]; then
+		boot "$1" "$2" "$3" retry
+		return
+	fi
 	echo "$((SECONDS - t0))"
 }
 
 # check NAME GPU(0|1) SECONDS: judge a console log
 check() {
 	local con=$work/$1.log want=$2 s=$3 bad
-	cp "$con" "$NVS_BUILD/boot-$1.log" 2>/dev/null
+	# The serial console ends lines with \r\n.
+	tr -d '\r' <"$con" >"$NVS_BUILD/boot-$1.log"
+	con=$NVS_BUILD/boot-$1.log
 	if ! grep -q '^NVS-PROOF end' "$con"; then
 		t_fail "$name: $1" "the proof script did not run (${s} s; console: $NVS_BUILD/boot-$1.log)"
 		return
 	fi
-	bad=$(grep -E 'WARNING:|Call Trace|BUG:|Oops|nvsidecar' "$con" | grep -v '^NVS-PROOF' | head -n 3)
+	# Every out-of-tree module gets the kernel's one taint notice; anything
+	# else from nvsidecar at warning level or worse reaches this console.
+	bad=$(grep -E 'WARNING:|Call Trace|BUG:|Oops|nvsidecar' "$con" | grep -v '^NVS-PROOF' |
+		grep -v 'nvsidecar: loading out-of-tree module taints kernel' | head -n 3)
 	if ! grep -qx 'NVS-PROOF lsmod nvsidecar' "$con"; then
 		t_fail "$name: $1" "nvsidecar is not loaded before the root mount (console: $NVS_BUILD/boot-$1.log)"
 	elif ! grep -qx 'NVS-PROOF root not-mounted' "$con"; then

@@ -15,6 +15,8 @@
 # Helpers:
 #   nvs_load [PARAM=V...]  insmod $NVS_KO, sim=$NVS_SIM unless a sim= is given
 #   nvs_unload             rmmod, fails if it cannot
+#   nvs_loaded             true while the module is loaded
+#   nvs_sleep SECONDS      sleep without a fork (exec is slow in emulation)
 #   sim_bdf N              PCI address of simulated GPU N (see run-vm's layout)
 #   sim N CMD...           runs nvsim on GPU N's BAR (nvsim --help: fixture,
 #                          set, get, ramp, spike, counter, allones, poison...)
@@ -42,19 +44,43 @@
 : "${NVS_TOOLS:=$NVS_BUILD/vmtools}"
 export NVS_SIM NVS_OUT NVS_TOOLS
 
+# busybox is static: under emulation, where every exec of a dynamic program
+# opens its libraries over 9p, it loads and unloads several times faster
+# than kmod's insmod (200 load/unload cycles count on that).
+if [[ -x /bin/busybox ]]; then
+	_nvs_insmod=(/bin/busybox insmod) _nvs_rmmod=(/bin/busybox rmmod)
+else
+	_nvs_insmod=(insmod) _nvs_rmmod=(rmmod)
+fi
+
+nvs_loaded() {
+	local m _
+	while read -r m _; do
+		[[ $m == nvsidecar ]] && return 0
+	done </proc/modules
+	return 1
+}
+
 nvs_load() {
 	local a sim=0
 	for a in "$@"; do [[ $a == sim=* ]] && sim=1; done
 	if ((sim)); then
-		insmod "$NVS_KO" "$@"
+		"${_nvs_insmod[@]}" "$NVS_KO" "$@"
 	else
-		insmod "$NVS_KO" "sim=$NVS_SIM" "$@"
+		"${_nvs_insmod[@]}" "$NVS_KO" "sim=$NVS_SIM" "$@"
 	fi
 }
 
 nvs_unload() {
-	grep -q '^nvsidecar ' /proc/modules || return 0
-	rmmod nvsidecar
+	nvs_loaded || return 0
+	"${_nvs_rmmod[@]}" nvsidecar
+}
+
+# nvs_sleep SECONDS: sleep without starting a process.
+nvs_sleep() {
+	[[ -n ${_nvs_sleep_fd:-} ]] || exec {_nvs_sleep_fd}<> <(:)
+	read -r -t "$1" -u "$_nvs_sleep_fd" _
+	return 0
 }
 
 # Writes "INDEX BDF PORT" for each simulated GPU, found from its place in
@@ -245,5 +271,21 @@ sim_fixture_all() {
 	local i
 	for ((i = 0; i < NVS_GPUS; i++)); do
 		sim "$i" fixture "$1" || return 1
+	done
+}
+
+# nvs_restore_gpus: brings back simulated GPUs a test removed (PCI rescan)
+# and turns memory decoding back on, so that the next file starts clean.
+nvs_restore_gpus() {
+	local i b missing=0
+	for ((i = 0; i < NVS_GPUS; i++)); do
+		b=$(sim_bdf "$i") || continue
+		[[ -d /sys/bus/pci/devices/$b ]] || missing=1
+	done
+	((missing)) && echo 1 >/sys/bus/pci/rescan
+	for ((i = 0; i < NVS_GPUS; i++)); do
+		b=$(sim_bdf "$i") || continue
+		wait_until 10 test -d "/sys/bus/pci/devices/$b" || return 1
+		(($(setpci -s "$b" COMMAND.w) & 2)) || setpci -s "$b" COMMAND=2:2
 	done
 }

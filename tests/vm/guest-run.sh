@@ -55,13 +55,21 @@ run_one() {
 	# timeout made its own process group: take down what the file left.
 	kill -KILL -- "-$pid" 2>/dev/null
 	if ((rc == 124 || rc == 137)); then
-		t_fail "$name" "timed out after ${NVS_FILE_TIMEOUT}s"
+		# What was stuck: blocked tasks (sysrq w) go to the kernel log.
+		{
+			ps -eo pid,stat,wchan:32,args
+			echo w >/proc/sysrq-trigger
+			sleep 1
+			dmesg_since_mark | tail -n 200
+		} >"$NVS_OUT/timeout-$name.txt" 2>&1
+		t_fail "$name" "timed out after ${NVS_FILE_TIMEOUT}s (state: timeout-$name.txt)"
 	elif ((rc != 0)); then
 		t_fail "$name" "exited with status $rc"
 	fi
-	if grep -q '^nvsidecar ' /proc/modules; then
+	if nvs_loaded; then
 		rmmod nvsidecar 2>/dev/null || t_fail "$name-unload" "the module stayed loaded and rmmod failed"
 	fi
+	nvs_restore_gpus || t_fail "$name-restore" "a simulated GPU did not come back after a PCI rescan"
 	dmesg_check "$name-dmesg"
 	echo "   ($((SECONDS - t0)) s)"
 }

@@ -16,10 +16,14 @@ for ((i = 2; i < NVS_GPUS; i++)); do
 	b=$(sim_bdf "$i")
 	echo 1 >"/sys/bus/pci/devices/$b/remove" && removed+=("$b")
 done
+# Readers use bash's own redirections (no fork per file) so that they
+# keep every file busy without starving insmod of the 2 emulated CPUs.
 readers=()
-for _ in 1 2 3; do
+for _ in 1 2; do
 	(while :; do
-		cat /sys/class/nvsidecar/gpu*/* /sys/class/hwmon/hwmon*/temp* >/dev/null 2>&1
+		for f in /sys/class/nvsidecar/gpu*/* /sys/class/hwmon/hwmon*/temp*; do
+			read -r _ <"$f"
+		done 2>/dev/null
 	done) &
 	readers+=($!)
 done
@@ -27,14 +31,16 @@ done
 (while :; do
 	for f in /sys/class/hwmon/hwmon*/temp3_max; do echo 95000 >"$f"; done 2>/dev/null
 	for f in /sys/class/nvsidecar/gpu*/sample_hz; do echo $((RANDOM % 200)) >"$f"; done 2>/dev/null
+	nvs_sleep 0.05
 done) &
 readers+=($!)
 
 t0=$SECONDS fail=
 for ((n = 1; n <= cycles; n++)); do
 	nvs_load || { fail="insmod failed at cycle $n"; break; }
-	((n % 3)) && sleep 0.0$((RANDOM % 10))
+	((n % 3)) && nvs_sleep 0.0$((RANDOM % 10))
 	nvs_unload || { fail="rmmod failed at cycle $n"; break; }
+	((n % 20)) || echo "  $n cycles, $((SECONDS - t0)) s"
 done
 kill "${readers[@]}" 2>/dev/null
 wait "${readers[@]}" 2>/dev/null

@@ -14,7 +14,9 @@ if ((NVS_GPUS < 2)); then
 	t_skip topo-switch "this boot has $NVS_GPUS simulated GPUs (run-vm -g 3 or more)"
 	exit 0
 fi
-if ! command -v python3 >/dev/null; then
+py=/usr/bin/python3
+[[ -x $py ]] || py=python3
+if ! command -v "$py" >/dev/null; then
 	t_skip topo-switch "python3 is not available in the guest to check the JSON"
 	exit 0
 fi
@@ -36,7 +38,7 @@ t_pass topo-run
 # topo_py NAME CODE: CODE sees the JSON as d, the GPU bdfs as g0, g1, g2.
 topo_py() {
 	local name=$1 msg
-	if msg=$(python3 - "$json" "$g0" "$g1" "$g2" 2>&1 <<EOF
+	if msg=$("$py" - "$json" "$g0" "$g1" "$g2" 2>&1 <<EOF
 import json, sys
 d = json.load(open(sys.argv[1]))
 g0, g1, g2 = sys.argv[2], sys.argv[3], sys.argv[4]
