@@ -24,7 +24,7 @@ if ((rc == 0)); then
 else
 	t_fail netlink-fuzz "exit $rc (seed $seed): $(tail -n 3 "$NVS_OUT/nlfuzz.txt" | tr '\n' ' ')"
 fi
-dmesg_check netlink-fuzz-dmesg
+dmesg_check netlink-fuzz-kernel-log
 
 # Settings the fuzzer may have changed go back; then the CLI must work.
 for c in /sys/class/nvsidecar/gpu*; do

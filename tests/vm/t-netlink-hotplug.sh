@@ -62,4 +62,3 @@ else
 fi
 
 rm -rf "$work"
-dmesg_check netlink-hotplug-dmesg
