@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "json.h"
+#include "libnvsidecar.h"
 #include "libcuda_elf.h"
 #include "libcuda_gate.h"
 #include "libcuda_known.h"
@@ -47,7 +48,8 @@
 
 struct opts {
 	const char *lib, *out, *state;
-	bool json, dump, in_place;
+	bool json, dump, in_place, probe;
+	const char *importer;
 	int device;
 	uint64_t bytes;
 };
@@ -96,10 +98,13 @@ static void usage(FILE *f, const char *sub)
 			   "(default %s); undo with `restore'.\n\n%s",
 			PROG_NAME, PROG_NAME, LC_MANIFEST_NAME, DEFAULT_STATE, exit_codes);
 	} else if (!strcmp(sub, "verify")) {
-		fprintf(f, "Usage: %s libcuda verify [--lib DIR|PATH] [--device N] [--size BYTES] [--json]\n\n"
+		fprintf(f, "Usage: %s libcuda verify [--lib DIR|PATH] [--device N] [--size BYTES]\n"
+			   "          [--probe [--importer BDF]] [--json]\n\n"
 			   "Loads the library in a child process, reads attributes 103, 110, 116, 117,\n"
 			   "118, 124 and 146, allocates device memory and exports it as a dma-buf\n"
-			   "(cuMemGetHandleForAddressRange, flags 0), and reports the fd and its size.\n\n%s",
+			   "(cuMemGetHandleForAddressRange, flags 0), and reports the fd and its size.\n"
+			   "--probe hands the fd to the kernel module's dma-buf probe (needs root and\n"
+			   "the nvsidecar module), attached on --importer (default: the GPU itself).\n\n%s",
 			PROG_NAME, exit_codes);
 	} else if (!strcmp(sub, "restore")) {
 		fprintf(f, "Usage: %s libcuda restore [--lib PATH] [--state-dir DIR] [--json]\n\n"
@@ -130,6 +135,10 @@ static int parse(int argc, const char *argv[], struct opts *o, const char *sub)
 			o->json = true;
 		} else if (!strcmp(a, "--dump") && !strcmp(sub, "status")) {
 			o->dump = true;
+		} else if (!strcmp(a, "--probe") && !strcmp(sub, "verify")) {
+			o->probe = true;
+		} else if (!strcmp(a, "--importer") && more && !strcmp(sub, "verify")) {
+			o->importer = argv[++i];
 		} else if (!strcmp(a, "--in-place") && !strcmp(sub, "patch")) {
 			o->in_place = true;
 		} else if (!strcmp(a, "--lib") && more) {
@@ -1202,6 +1211,57 @@ static int cmd_env(const struct opts *o)
 	return EX_OK;
 }
 
+/* Same PCI function? CUDA prints "00000000:0A:00.0", the kernel "0000:0a:00.0". */
+static bool same_busid(const char *a, const char *b)
+{
+	unsigned int d1, b1, s1, f1, d2, b2, s2, f2;
+
+	return sscanf(a, "%x:%x:%x.%x", &d1, &b1, &s1, &f1) == 4 &&
+	       sscanf(b, "%x:%x:%x.%x", &d2, &b2, &s2, &f2) == 4 &&
+	       d1 == d2 && b1 == b2 && s1 == s2 && f1 == f2;
+}
+
+/*
+ * Runs in the verify child while the CUDA allocation is alive: the kernel
+ * imports the fd exactly as an RDMA driver would and says where it maps.
+ */
+static int probe_hook(int fd, uint64_t size, int device, const char *busid, void *arg,
+		      char *msg, size_t len)
+{
+	const char *importer = arg;
+	struct nvs_dmabuf_result res;
+	struct nvs_gpu_info *gpus = NULL;
+	struct nvs_handle *h;
+	int gpu = NVS_GPU_ANY;
+	size_t n = 0;
+	int rc;
+
+	(void)size;
+	(void)device;
+	rc = nvs_open(&h);
+	if (rc) {
+		snprintf(msg, len, "%s", nvs_last_error(NULL));
+		return rc;
+	}
+	/* Compare against BAR1 of the GPU that exported the memory. */
+	if (busid[0] && !nvs_gpu_list(h, &gpus, &n))
+		for (size_t i = 0; i < n; ++i)
+			if (same_busid(gpus[i].busid, busid))
+				gpu = (int)gpus[i].index;
+	free(gpus);
+	rc = nvs_dmabuf_probe(h, fd, importer, gpu, &res);
+	if (rc)
+		snprintf(msg, len, "probe refused: %s", nvs_last_error(h));
+	else if (res.err)
+		snprintf(msg, len, "failed at %s: %s", nvs_dmabuf_step_name(res.step), strerror(res.err));
+	else
+		snprintf(msg, len, "exporter %s, importer %s, %u entries, %" PRIu64 " bytes mapped, verdict %s, p2p %s",
+			 res.exporter, res.importer, res.nents, res.mapped,
+			 nvs_dmabuf_verdict_name(res.verdict), nvs_p2p_name(res.p2p));
+	nvs_close(h);
+	return rc ? rc : -res.err;
+}
+
 static int cmd_verify(const struct opts *o)
 {
 	struct lc_verify_opts vo = { .device = o->device, .bytes = o->bytes };
@@ -1220,6 +1280,10 @@ static int cmd_verify(const struct opts *o)
 			return EX_ERR;
 		}
 		vo.lib = path;
+	}
+	if (o->probe) {
+		vo.hook = probe_hook;
+		vo.hook_arg = (void *)o->importer;
 	}
 	rc = lc_verify(&vo, r);
 	gate_open = r->stage == 6 && !r->export_rc && r->fd >= 0;
@@ -1272,13 +1336,15 @@ static int cmd_verify(const struct opts *o)
 				printf("  cuMemGetHandleForAddressRange(DMA_BUF_FD, flags 0): %serror %d%s%s\n", c_red,
 				       r->export_rc, c_off, r->export_rc == 801 ? " (CUDA_ERROR_NOT_SUPPORTED: the gate is closed)" : "");
 		}
+		if (r->hook_ran)
+			printf("  kernel dma-buf probe: %s%s%s\n", r->hook_rc ? c_red : c_grn, r->hook_msg, c_off);
 		if (r->error[0])
 			fprintf(stderr, "%s\n", r->error);
 	}
 	if (rc || (r->stage < 5 && r->error[0]))
 		ret = EX_ERR;
 	else
-		ret = gate_open ? EX_OK : EX_CLOSED;
+		ret = !gate_open ? EX_CLOSED : (o->probe && r->hook_rc) ? EX_ERR : EX_OK;
 	free(r);
 	return ret;
 }

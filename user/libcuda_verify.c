@@ -109,8 +109,13 @@ static void child(const struct lc_verify_opts *o, struct lc_verify_result *r)
 		r->fd = fd;
 		describe_fd(fd, r);
 		if (o->hook) {
+			char busid[32] = "";
+
+			if (cu.cuDeviceGetPCIBusId && cu.cuDeviceGetPCIBusId(busid, sizeof(busid), dev))
+				busid[0] = '\0';
 			r->hook_ran = true;
-			r->hook_rc = o->hook(fd, r->size, o->device, o->hook_arg, r->hook_msg, sizeof(r->hook_msg));
+			r->hook_rc = o->hook(fd, r->size, o->device, busid, o->hook_arg, r->hook_msg,
+					     sizeof(r->hook_msg));
 		}
 		close(fd);
 	}

@@ -19,7 +19,9 @@
  * returns 0 or -errno and may leave a one-line report in msg, which comes
  * back in result.hook_msg.
  */
-typedef int (*lc_dmabuf_hook)(int fd, uint64_t size, int device, void *arg, char *msg, size_t msglen);
+/* busid: the CUDA device's PCI bus id as CUDA prints it ("" if unknown). */
+typedef int (*lc_dmabuf_hook)(int fd, uint64_t size, int device, const char *busid, void *arg,
+			      char *msg, size_t msglen);
 
 struct lc_verify_opts {
 	const char *lib;	/* file or directory holding libcuda.so.1 */

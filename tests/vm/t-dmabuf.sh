@@ -186,8 +186,15 @@ if gcc -shared -fPIC -DFAKECUDA_LIB -o $fake "$NVS_TOP/tests/vm/tools/dmabuf_fak
 		rc=$?
 		((rc == 7)) && grep -q 'not inside BAR1' /tmp/o && t_pass cli-cuda-not-bar1 ||
 			t_fail cli-cuda-not-bar1 "exit $rc: $(tr '\n' ' ' </tmp/o)"
+		# libcuda verify hands its exported fd to the same kernel probe.
+		FAKECUDA_BUSID=$gpu0 FAKECUDA_MODE=udmabuf "$NVS_BIN" libcuda verify --lib $fake --probe \
+			--size 4194304 >/tmp/o 2>&1
+		rc=$?
+		((rc == 0)) && grep -q 'kernel dma-buf probe: exporter udmabuf.*1024 entries, 4194304 bytes mapped, verdict system-ram' /tmp/o &&
+			t_pass libcuda-verify-probe || t_fail libcuda-verify-probe "exit $rc: $(tr '\n' ' ' </tmp/o)"
 	else
 		t_skip cli-cuda-not-bar1 "$no_udmabuf (the stand-in libcuda exports a udmabuf)"
+		t_skip libcuda-verify-probe "$no_udmabuf (the stand-in libcuda exports a udmabuf)"
 	fi
 else
 	t_fail cli-cuda-fake "cannot build the stand-in libcuda: $(head -c 300 /tmp/o)"
