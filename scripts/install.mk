@@ -5,7 +5,7 @@
 #
 #   make install [DESTDIR=] [PREFIX=/usr/local]   everything below, plus
 #                                   `dkms add` when DESTDIR is empty
-#     install-dkms     DKMS source tree, initramfs-tools hook, dracut module,
+#     install-dkms     DKMS source tree (install-dkms-src), initramfs-tools hook, dracut module,
 #                      modules-load.d, modprobe.d example, /etc/default
 #     install-helper   nvsidecar, libnvsidecar, headers, man page,
 #                      completion, systemd units
@@ -62,10 +62,14 @@ ifeq ($(DESTDIR),)
 	@echo "Next: dkms install nvsidecar/$(VERSION) -k <release> for each kernel (or make dkms-install KVER=...)"
 endif
 
-install-dkms:
+install-dkms-src:
 	@test -n "$(VERSION)" || { echo "No PACKAGE_VERSION in dkms.conf" >&2; exit 1; }
 	@$(nvs_inst_fns); \
 	for f in $(NVS_DKMS_FILES); do inst 0644 "$$f" "$(DKMSSRCDIR)/$$f"; done; \
+	save_manifest
+
+install-dkms: install-dkms-src
+	@$(nvs_inst_fns); \
 	inst 0755 scripts/initramfs-tools/nvsidecar "$(INITRAMFSDIR)/hooks/nvsidecar"; \
 	inst 0755 scripts/dracut/90nvsidecar/module-setup.sh "$(DRACUTDIR)/90nvsidecar/module-setup.sh"; \
 	inst 0644 scripts/modules-load.d/nvsidecar.conf "$(MODULESLOADDIR)/nvsidecar.conf"; \
@@ -120,7 +124,7 @@ endif
 dkms-install:
 	@test -d /lib/modules/$(KVER)/build || { echo "No kernel headers for $(KVER): install linux-headers-$(KVER) or pass KVER=" >&2; exit 1; }
 	@if [ ! -f $(DKMSSRCDIR)/dkms.conf ]; then \
-		$(MAKE) --no-print-directory install-dkms NVS_MANIFEST= DESTDIR=; fi
+		$(MAKE) --no-print-directory install-dkms-src NVS_MANIFEST= DESTDIR=; fi
 	@[ -n "$$($(DKMS) status -m nvsidecar -v $(VERSION))" ] || $(DKMS) add -m nvsidecar -v $(VERSION)
 	@if ! $(DKMS) build -m nvsidecar -v $(VERSION) -k $(KVER); then \
 		log=/var/lib/dkms/nvsidecar/$(VERSION)/build/make.log; \
@@ -181,4 +185,4 @@ rpm-lint:
 	sed 's|@VERSION@|$(VERSION)|g' scripts/rpm/nvsidecar.spec >$(BUILD)/nvsidecar.spec
 	rpmlint -r scripts/rpm/nvsidecar.rpmlintrc $(BUILD)/nvsidecar.spec
 
-.PHONY: install install-dkms install-helper uninstall dkms-install dkms-uninstall deb rpm rpm-lint
+.PHONY: install install-dkms-src install-dkms install-helper uninstall dkms-install dkms-uninstall deb rpm rpm-lint

@@ -26,7 +26,6 @@ static const struct {
 	{ "nccl-check", nccl_check_main, "Reads NCCL_DEBUG=INFO logs for the transport used" },
 	{ "rdma", rdma_main, "Validates RDMA into GPU memory against host memory" },
 	{ "doctor", doctor_main, "Checks every layer after a driver upgrade" },
-	{ "idle-fix", idle_fix_main, "Clears GPUs stuck at high utilisation with no process" },
 };
 
 static void show_usage(FILE *file)

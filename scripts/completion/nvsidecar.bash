@@ -18,7 +18,7 @@ _nvsidecar_labels() {
 
 _nvsidecar() {
 	local cur=$2 prev=$3 sub opts i nargs
-	local subs="status thermal set events libcuda dmabuf topo p2p nccl-check rdma doctor idle-fix help"
+	local subs="status thermal set events libcuda dmabuf topo p2p nccl-check rdma doctor help"
 	COMPREPLY=()
 
 	if ((COMP_CWORD == 1)); then

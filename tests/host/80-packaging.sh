@@ -90,8 +90,18 @@ cleanup() {
 	if [[ -n $(dkms status -m nvsidecar 2>/dev/null) ]]; then
 		dkms remove -m nvsidecar --all >>"$log" 2>&1
 	fi
-	# dkms itself could not: a stale tree of ours from this run
-	[[ -n $(dkms status -m nvsidecar 2>/dev/null) ]] && rm -rf /var/lib/dkms/nvsidecar
+	# A version whose /usr/src tree is gone cannot be removed by dkms; lend
+	# it the repository's sources (the package scripts do the same).
+	local t v
+	for t in /var/lib/dkms/nvsidecar/*/; do
+		[[ -d $t && ! -e $t/source/dkms.conf ]] || continue
+		v=$(basename "$t")
+		mkdir -p "$work/lend-$v"
+		(cd "$NVS_TOP" && cp -p --parents Makefile Kbuild dkms.conf kmod/*.c kmod/*.h kmod/*.sh kmod/uapi/*.h "$work/lend-$v/")
+		sed -i "s/^PACKAGE_VERSION=.*/PACKAGE_VERSION=\"$v\"/" "$work/lend-$v/dkms.conf"
+		ln -sfn "$work/lend-$v" "$t/source"
+		dkms remove -m nvsidecar -v "$v" --all >>"$log" 2>&1
+	done
 	[[ -z $mok_before ]] && rm -f /var/lib/dkms/mok.key /var/lib/dkms/mok.pub
 	rm -rf "$work"
 }
@@ -103,8 +113,8 @@ if run make -C "$NVS_TOP" --no-print-directory deb BUILD="$work/b"; then
 	dkmsdeb=$(ls "$work"/b/deb/nvsidecar-dkms_"$ver"-1_all.deb 2>/dev/null)
 	helperdeb=$(ls "$work"/b/deb/nvsidecar_"$ver"-1_*.deb 2>/dev/null)
 	if [[ -n $dkmsdeb && -n $helperdeb ]] &&
-		dpkg-deb -c "$dkmsdeb" | grep -q "usr/src/nvsidecar-$ver/dkms.conf" &&
-		dpkg-deb -c "$helperdeb" | grep -q 'usr/bin/nvsidecar$' &&
+		dpkg-deb -c "$dkmsdeb" | grep >/dev/null "usr/src/nvsidecar-$ver/dkms.conf" &&
+		dpkg-deb -c "$helperdeb" | grep >/dev/null 'usr/bin/nvsidecar$' &&
 		[[ ! -e $NVS_TOP/debian ]]; then
 		t_pass "$name: make deb builds nvsidecar-dkms and nvsidecar ($((SECONDS - t0)) s)"
 	else

@@ -34,7 +34,11 @@
 #   dmesg_check NAME       t_pass/t_fail NAME on splats since the last mark
 #   kmemleak_check NAME    scans for leaks (debug lane); t_skip elsewhere
 #   t_eq NAME GOT WANT     t_pass if GOT == WANT, else t_fail saying both
+#   sim_all CMD...         one nvsim run of a one-shot CMD on every GPU
 #   sim_fixture_all NAME   writes fixture NAME into every simulated GPU
+#   nvs_restore_gpus       rescans removed GPUs, turns memory decoding on
+#                          (the runner does this after every file)
+#   NVS_SPLATS             the regex dmesg_check fails on
 
 # shellcheck source=../lib.sh
 . "$NVS_TOP/tests/lib.sh"
@@ -267,11 +271,16 @@ t_eq() {
 	fi
 }
 
-sim_fixture_all() {
-	local i
+sim_all() {
+	local i args=()
 	for ((i = 0; i < NVS_GPUS; i++)); do
-		sim "$i" fixture "$1" || return 1
+		args+=(-b "$(sim_bdf "$i")") || return 1
 	done
+	((NVS_GPUS == 0)) || "$NVS_TOOLS/nvsim" "${args[@]}" "$@"
+}
+
+sim_fixture_all() {
+	sim_all fixture "$1"
 }
 
 # nvs_restore_gpus: brings back simulated GPUs a test removed (PCI rescan)
@@ -285,7 +294,8 @@ nvs_restore_gpus() {
 	((missing)) && echo 1 >/sys/bus/pci/rescan
 	for ((i = 0; i < NVS_GPUS; i++)); do
 		b=$(sim_bdf "$i") || continue
-		wait_until 10 test -d "/sys/bus/pci/devices/$b" || return 1
-		(($(setpci -s "$b" COMMAND.w) & 2)) || setpci -s "$b" COMMAND=2:2
+		wait_until 10 test -e "/sys/bus/pci/devices/$b/resource2" || return 1
 	done
+	# one setpci for all of them: exec is slow under emulation
+	((NVS_GPUS == 0)) || setpci -d 1af4:1110 COMMAND=2:2
 }

@@ -22,6 +22,11 @@ if ((init)); then
 	export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 	export HOME=/tmp LANG=C.UTF-8 TERM=dumb
 	mkdir -p /dev/pts /dev/shm
+	# What udev would add: process substitution and friends need /dev/fd.
+	ln -sfn /proc/self/fd /dev/fd
+	ln -sfn /proc/self/fd/0 /dev/stdin
+	ln -sfn /proc/self/fd/1 /dev/stdout
+	ln -sfn /proc/self/fd/2 /dev/stderr
 	mount -t devpts devpts /dev/pts
 	mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 	mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
@@ -103,11 +108,11 @@ if ((init)); then
 	dmesg >"$NVS_OUT/dmesg" 2>/dev/null
 	echo "rc=$rc" >"$NVS_OUT/done"
 	sync
-	# PID 1 must outlive the power-off, or the kernel panics first. The
-	# sleep starts before it: once the power-off begins, 9p (and with it
-	# every program on the host root) is gone.
-	sleep 600 &
+	# PID 1 must outlive the power-off, or the kernel panics first. It
+	# waits in a builtin: once the power-off begins, 9p (and with it every
+	# program on the host root) is gone.
+	exec {hold}<> <(:)
 	echo o >/proc/sysrq-trigger
-	while :; do wait; done
+	while :; do read -r -t 3600 -u "$hold" _; done
 fi
 exit $rc

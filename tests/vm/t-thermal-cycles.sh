@@ -52,8 +52,4 @@ c=$(sim_class 0) h=$(sim_hwmon 0)
 wait_until 5 test "$(cat "$c/status")" = ok
 t_eq thermal-after-cycles "$(read_err "$(hw_temp "$h" ch0)_input")" 90215
 nvs_unload
-echo 1 >/sys/bus/pci/rescan
-for b in "${removed[@]}"; do
-	wait_until 10 test -d "/sys/bus/pci/devices/$b"
-	setpci -s "$b" COMMAND=2:2
-done
+nvs_restore_gpus || t_fail thermal-cycles-rescan "removed GPUs did not come back: ${removed[*]}"

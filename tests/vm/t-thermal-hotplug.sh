@@ -41,7 +41,8 @@ kill "${readers[@]}" "$ramp" 2>/dev/null
 wait "${readers[@]}" "$ramp" 2>/dev/null
 
 echo 1 >/sys/bus/pci/rescan
-if wait_until 10 test -d "/sys/bus/pci/devices/$bdf"; then
+# The device directory appears before its resource files.
+if wait_until 10 test -e "/sys/bus/pci/devices/$bdf/resource2"; then
 	t_pass thermal-hotplug-rescan-device
 else
 	t_fail thermal-hotplug-rescan-device "$bdf did not come back"
@@ -76,6 +77,4 @@ r=$!
 echo 1 >"/sys/bus/pci/devices/$bdf/remove"
 kill $r; wait $r 2>/dev/null
 t_run thermal-hotplug-unload-after-remove nvs_unload
-echo 1 >/sys/bus/pci/rescan
-wait_until 10 test -d "/sys/bus/pci/devices/$bdf"
-setpci -s "$bdf" COMMAND=2:2
+nvs_restore_gpus

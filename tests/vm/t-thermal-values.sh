@@ -51,15 +51,16 @@ t_eq thermal-class-sample-hz "$(cat "$c/sample_hz")" 50
 t_run thermal-class-name grep -q 'RTX 5090' "$c/name"
 t_eq thermal-class-unavailable "$(cat "$c/unavailable_reads")" 0
 t_eq thermal-class-crossings "$(cat "$c/threshold_crossings")" 0
-# 50 Hz: about 50 new samples a second (the guest is emulated: allow 20..60).
+# 50 Hz: the rate over the sampler's own timestamps must be about 50 a
+# second (emulation is slow and jittery: allow 25..55).
 s0=$(cat "$c/samples") n0=$(cat "$c/last_sample_ns")
-sleep 1
+sleep 2
 s1=$(cat "$c/samples") n1=$(cat "$c/last_sample_ns")
-ds=$((s1 - s0))
-if ((ds >= 20 && ds <= 60 && n1 > n0)); then
+rate=$(((s1 - s0) * 1000000000 / ((n1 - n0) ? (n1 - n0) : 1)))
+if ((rate >= 25 && rate <= 55)); then
 	t_pass thermal-sample-rate
 else
-	t_fail thermal-sample-rate "$ds samples in 1 s at 50 Hz, last_sample_ns $n0 -> $n1"
+	t_fail thermal-sample-rate "$((s1 - s0)) samples over $(((n1 - n0) / 1000000)) ms at 50 Hz ($rate/s)"
 fi
 
 # lm-sensors lists the chip by its PCI parent.
@@ -79,7 +80,8 @@ fi
 nvs_unload || t_fail thermal-unload "rmmod failed"
 
 # Ada/Ampere recipe: hotspot (raw >> 8) & 0xff, junction (raw & 0xfff) / 32.
-for ((i = 0; i < NVS_GPUS; i++)); do sim "$i" zero; sim "$i" fixture ada; done
+sim_all zero
+sim_fixture_all ada
 if nvs_load sim=1af4:1110:2:ad102; then
 	c=$(sim_class 0) h=$(sim_hwmon 0)
 	wait_until 5 test "$(cat "$c/samples")" -ge 1

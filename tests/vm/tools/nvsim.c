@@ -466,9 +466,10 @@ static void cmd_load(struct opts *o)
 
 static void usage(FILE *f)
 {
-	fputs("Usage: nvsim [-b BDF [--bar N] | -f FILE] COMMAND [ARGS]\n"
-	      "  -b BDF     the guest's /sys/bus/pci/devices/BDF/resourceN (BAR 2 by default)\n"
+	fputs("Usage: nvsim [-B BAR] {-b BDF | -f FILE}... COMMAND [ARGS]\n"
+	      "  -b BDF     the guest's /sys/bus/pci/devices/BDF/resourceBAR (-B, default 2)\n"
 	      "  -f FILE    a register file, e.g. the host's gpuN.bar\n"
+	      "  (-b and -f repeat: one-shot commands then apply to every file)\n"
 	      "Commands:\n"
 	      "  fixture gb202|ada      exact known raw values (see the source for the table)\n"
 	      "  set REG VALUE          write a raw 32-bit value\n"
@@ -487,38 +488,66 @@ static void usage(FILE *f)
 	      "Exit status: 0 done, 1 error, 2 usage.\n", f);
 }
 
+static int run(const char *file, bool is_dev, int argc, char *argv[]);
+
+#define MAX_TARGETS 16
+
 int main(int argc, char *argv[])
 {
-	const char *bdf = NULL, *file = NULL, *cmd;
-	char path[256], kind;
-	int bar = 2, fd, c;
-	struct stat st;
-	void *map;
-	struct opts o = { .hz = 50, .seconds = 30, .ms = 60, .from = 40, .to = 100,
-			  .base = 0x2000, .reg = "ch0" };
+	const char *targets[MAX_TARGETS];
+	bool is_dev[MAX_TARGETS];
+	char paths[MAX_TARGETS][256];
+	int bar = 2, c, n = 0, i, j, rc = 0;
 
 	while ((c = getopt(argc, argv, "+b:f:B:h")) != -1) {
 		switch (c) {
-		case 'b': bdf = optarg; break;
-		case 'f': file = optarg; break;
+		case 'b':
+		case 'f':
+			if (n == MAX_TARGETS)
+				die("at most %d register files", MAX_TARGETS);
+			is_dev[n] = c == 'b';
+			targets[n++] = optarg;
+			break;
 		case 'B': bar = atoi(optarg); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind >= argc || !!bdf == !!file) {
+	if (optind >= argc || !n) {
 		usage(stderr);
 		return 2;
 	}
-	cmd = argv[optind];
-	argc -= optind;
-	argv += optind;
-	if (bdf) {
-		if (strchr(bdf, '/') || bar < 0 || bar > 5)
-			die("bad PCI address or BAR");
-		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource%d", bdf, bar);
-		file = path;
+	if (bar < 0 || bar > 5)
+		die("bad BAR number %d", bar);
+	for (i = 0; i < n; i++) {
+		if (!is_dev[i])
+			continue;
+		if (strchr(targets[i], '/'))
+			die("bad PCI address `%s'", targets[i]);
+		snprintf(paths[i], sizeof(paths[i]), "/sys/bus/pci/devices/%s/resource%d",
+			 targets[i], bar);
+		targets[i] = paths[i];
 	}
+	/* Timed commands run on the first file only. */
+	if (n > 1)
+		for (j = 0; j < 5; j++)
+			if (!strcmp(argv[optind], (const char *[]){ "spike", "ramp", "counter", "load", "get" }[j]))
+				die("%s works on one register file at a time", argv[optind]);
+	for (i = 0; i < n; i++)
+		rc |= run(targets[i], is_dev[i], argc - optind, argv + optind);
+	return rc;
+}
+
+static int run(const char *file, bool is_dev, int argc, char *argv[])
+{
+	const char *cmd = argv[0];
+	char kind;
+	int fd;
+	struct stat st;
+	void *map;
+	struct opts o = { .hz = 50, .seconds = 30, .ms = 60, .from = 40, .to = 100,
+			  .base = 0x2000, .reg = "ch0" };
+
 	fd = open(file, O_RDWR);
 	if (fd < 0)
 		die("Unable to open `%s': %s", file, strerror(errno));
@@ -593,7 +622,8 @@ int main(int argc, char *argv[])
 		return 2;
 	}
 	/* a file (the host's backing file) must reach QEMU's mapping now */
-	if (file != path && msync(map, regs_len, MS_SYNC))
+	if (!is_dev && msync(map, regs_len, MS_SYNC))
 		die("Unable to sync `%s': %s", file, strerror(errno));
+	munmap(map, regs_len);
 	return 0;
 }
