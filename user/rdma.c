@@ -457,11 +457,16 @@ static int cm_wait(struct run *r, enum rdma_cm_event_type want, int secs, struct
 			*out = ev;
 			return 0;
 		}
-		fail(r, EXIT_CONNECT, "%s: %s%s%s", what, rdma_event_str(ev->event),
-		     ev->status ? ": " : "", ev->status ? strerror(ev->status < 0 ? -ev->status : ev->status) : "");
 		if (ev->event == RDMA_CM_EVENT_REJECTED)
-			snprintf(r->err + strlen(r->err), sizeof(r->err) - strlen(r->err),
-				 " (nobody listens there, or the server refused: is `nvsidecar rdma --server' running with the same --port?)");
+			/* status is the InfiniBand CM reject reason, not an errno */
+			fail(r, EXIT_CONNECT, "%s: refused (%s, CM reason %d): %s", what,
+			     rdma_event_str(ev->event), ev->status,
+			     ev->status == 8 ? "nobody listens on that port: is `nvsidecar rdma --server' running there with the same --port?" :
+			     "the server or its kernel refused the connection (a server busy with another client, or a route check failing on its side)");
+		else
+			fail(r, EXIT_CONNECT, "%s: %s%s%s", what, rdma_event_str(ev->event),
+			     ev->status ? ": " : "",
+			     ev->status ? strerror(ev->status < 0 ? -ev->status : ev->status) : "");
 		rdma_ack_cm_event(ev);
 		return -1;
 	}

@@ -115,7 +115,7 @@ grep -q "^FAIL libcuda  libcuda: Unable to read .*nvsidecar-libcuda.manifest.*no
 
 # A real patch output of a fake libcuda (tests/libcuda/), current then stale.
 fx=$work/fx
-mkdir -p "$fx"
+mkdir -p "$fx" "$work/patched"
 if gcc -shared -fPIC -O2 -DSHAPE_615 -DINIT_COPY=2 -Wl,-soname,libcuda.so.1 -o "$fx/libcuda.so.615.71.09" \
 	"$top/tests/libcuda/fake_gate.S" "$top/tests/libcuda/fake_driver.c" 2>"$work/err" &&
 	"$bin" libcuda patch --lib "$fx/libcuda.so.615.71.09" --out "$work/patched" >"$work/log" 2>&1; then
@@ -132,7 +132,7 @@ c = [x for x in json.load(open(sys.argv[1]))["checks"] if x["layer"] == "libcuda
 print(c["result"], "stale" in c["message"], "re-run nvsidecar libcuda patch" in c["fix"].lower())' "$work/json" 2>&1)
 	[[ $rc == 1 && $got == "FAIL True True" ]] && t_pass doctor-patched-stale || t_fail doctor-patched-stale "rc $rc: $got"
 else
-	t_fail doctor-patched-fixture "could not build or patch the fake libcuda: $(tail -2 "$work/err" "$work/log" | tr '\n' ' ')"
+	t_fail doctor-patched-fixture "could not build or patch the fake libcuda: $(cat "$work/err" "$work/log" 2>/dev/null | tail -n 2 | tr '\n' ' ')"
 fi
 
 # ASan/UBSan: the same paths (fork/exec child included) must be clean.

@@ -86,8 +86,7 @@ verified_all='r=d["results"]
 assert d["ok"] and d["exit"] == 0, d.get("error")
 assert r, "no results"
 for x in r:
-    assert x["transfers"] > 0 and x["verified"] == x["transfers"], x
-print("ok")'
+    assert x["transfers"] > 0 and x["verified"] == x["transfers"], x'
 
 # bounded SECS OUT CMD...: runs CMD with a hard limit; sets rc and took (s).
 bounded() {
@@ -106,12 +105,14 @@ t_pass rdma-setup
 
 # --- host memory, loopback ---
 bounded 120 "$log/loop1.json" "$bin" rdma --loopback --dev rxe0 --sizes 1,13,4K,64K,256K --iters 20 --timeout 20 --json
-if ((rc == 0)); then jcheck rdma-loopback-host "$log/loop1.json" "$verified_all"; else
+if ((rc == 0)); then jcheck rdma-loopback-host "$log/loop1.json" "$verified_all
+print('ok')"; else
 	t_fail rdma-loopback-host "exit $rc: $(head -c 300 "$log/loop1.json.err")"; fi
 
 bounded 120 "$log/loop2.json" "$bin" rdma --loopback --dev rxe0 --peer-dev rxe1 --sizes 4K,64K --iters 20 --timeout 20 --json
 if ((rc == 0)); then jcheck rdma-loopback-two-devices "$log/loop2.json" "$verified_all
-assert d['device'] == 'rxe0' and d['peer_device'] == 'rxe1', d" ; else
+assert d['device'] == 'rxe0' and d['peer_device'] == 'rxe1', d
+print('ok')"; else
 	t_fail rdma-loopback-two-devices "exit $rc: $(head -c 300 "$log/loop2.json.err")"; fi
 
 # No --dev and no GPU: the first active port, and it says why.

@@ -1,0 +1,74 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+#
+# `nvsidecar doctor' with the module loaded and simulated GPUs: the module
+# and GPU layers pass; --strict alone turns a warnings-only run (the 5090
+# dump's topology warnings) into exit 1; an all-ones GPU0 fails the run,
+# naming it unavailable, and passes again once its registers come back.
+# The host half (no module, bad arguments, libcuda) is tests/host/45-doctor.sh.
+set -u
+
+py=/usr/bin/python3
+[[ -x $py ]] || py=python3
+if ! command -v "$py" >/dev/null; then
+	t_skip doctor-guest "python3 is not available in the guest to check the JSON"
+	exit 0
+fi
+ids=1af4:1110
+out=$NVS_OUT/doctor.json
+
+sim_fixture_all gb202
+nvs_load || { t_fail doctor-load "insmod failed"; exit 0; }
+c=$(sim_class 0) || { t_fail doctor-gpu0 "no class device for simulated GPU0"; exit 0; }
+wait_until 5 test "$(cat "$c/status")" = ok
+g0=${c##*/}	# simulated GPU 0 is not necessarily the module's gpu0
+
+# summary FILE: "module-loaded module-netlink GPU-RESULTS..." from the JSON
+summary() {
+	"$py" - "$1" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = {x["name"]: x["result"] for x in d["checks"]}
+g = sorted((x["name"], x["result"]) for x in d["checks"] if x["layer"] == "gpu")
+print(r.get("module-loaded"), r.get("module-netlink"), " ".join(f"{n}={v}" for n, v in g))
+EOF
+}
+
+"$NVS_BIN" doctor --gpu-ids "$ids" --json >"$out" 2>"$NVS_OUT/doctor.err"
+rc=$?
+s=$(summary "$out" 2>&1)
+want="OK OK"
+for ((i = 0; i < NVS_GPUS; i++)); do want+=" gpu$i=OK"; done
+# gpuN names sort as strings: compare as sets
+norm() { tr ' ' '\n' <<<"$1" | sort | tr '\n' ' '; }
+[[ $(norm "$s") == "$(norm "$want")" ]] && t_pass doctor-guest-ok || t_fail doctor-guest-ok "rc $rc: $s (want $want)"
+grep -A3 "\"name\": \"$g0\"" "$out" | grep -q ' °C'  && t_pass doctor-guest-reading ||
+	t_fail doctor-guest-reading "no sensor reading in gpu0's line"
+
+# Warnings only: exit 0, and 1 with --strict.
+dump=$NVS_TOP/tests/topo/5090-switch.dump
+"$NVS_BIN" doctor --pci-dump "$dump" >"$NVS_OUT/doctor.txt" 2>&1
+rc=$?
+"$NVS_BIN" doctor --pci-dump "$dump" --strict >/dev/null 2>&1
+src=$?
+[[ $rc == 0 && $src == 1 ]] && grep -q '^WARN topology topo-rebar-small' "$NVS_OUT/doctor.txt" &&
+	t_pass doctor-guest-strict || t_fail doctor-guest-strict "exit $rc, --strict exit $src: $(grep -v '^OK' "$NVS_OUT/doctor.txt" | head -3 | tr '\n' ' ')"
+
+# GPU0 reads all-ones: the run fails and names it.
+sim 0 allones
+if wait_until 3 test "$(cat "$c/status")" != ok; then
+	"$NVS_BIN" doctor --gpu-ids "$ids" >"$NVS_OUT/doctor-fault.txt" 2>&1
+	rc=$?
+	[[ $rc == 1 ]] && grep -q "^FAIL gpu      $g0: .* unavailable" "$NVS_OUT/doctor-fault.txt" &&
+		grep -q 'UNHEALTHY$' "$NVS_OUT/doctor-fault.txt" && t_pass doctor-guest-allones ||
+		t_fail doctor-guest-allones "exit $rc: $(grep "$g0" "$NVS_OUT/doctor-fault.txt" | head -2 | tr '\n' ' ')"
+else
+	t_fail doctor-guest-allones "gpu0 status stayed $(cat "$c/status") after nvsim allones"
+fi
+sim 0 fixture gb202
+wait_until 3 test "$(cat "$c/status")" = ok
+"$NVS_BIN" doctor --gpu-ids "$ids" --json >"$out" 2>/dev/null
+s=$(summary "$out" 2>&1)
+[[ $s == *"$g0=OK"* ]] && t_pass doctor-guest-recovers || t_fail doctor-guest-recovers "$s"
+
+nvs_unload || t_fail doctor-unload "rmmod failed"
