@@ -905,8 +905,24 @@ static void usage(FILE *f, const char *prog)
 		PROG_NAME, prog, LAT_ITERS);
 }
 
+static bool takes_value(const char *a)
+{
+	static const char *const names[] = {
+		"--client", "--dev", "--peer-dev", "--bind", "--cuda-lib", "--port", "--mem",
+		"--peer-mem", "--dmabuf-source", "--gpu", "--iters", "--timeout", "--wait",
+		"--sizes", "--buffer", "--op",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(a, names[i]))
+			return true;
+	return false;
+}
+
 static int parse(struct opts *o, int argc, const char *argv[])
 {
+	bool peer_mem_set = false;
+
 	int modes = 0;
 
 	*o = (struct opts){ .iters = 200, .timeout_s = 10, .wait_s = 120, .port = "18515",
@@ -925,6 +941,9 @@ static int parse(struct opts *o, int argc, const char *argv[])
 			o->server = true, modes++, takes = false;
 		} else if (!strcmp(a, "--json")) {
 			o->json = true, takes = false;
+		} else if (!takes_value(a)) {
+			fprintf(stderr, "Unknown option: `%s'\n", a);
+			return -1;
 		} else if (!v) {
 			fprintf(stderr, "Option needs a value: `%s'\n", a);
 			return -1;
@@ -951,6 +970,7 @@ static int parse(struct opts *o, int argc, const char *argv[])
 				fprintf(stderr, "Unknown memory kind (host, cuda-dmabuf, cuda-peermem): `%s'\n", v);
 				return -1;
 			}
+			peer_mem_set |= a[2] == 'p';
 		} else if (!strcmp(a, "--dmabuf-source")) {
 			if (!strcmp(v, "cuda")) {
 				o->src = NVS_RMEM_SRC_CUDA;
@@ -1004,7 +1024,7 @@ static int parse(struct opts *o, int argc, const char *argv[])
 		fprintf(stderr, "Choose exactly one of --loopback, --server or --client HOST\n");
 		return -1;
 	}
-	if (!o->loopback && (o->peer_dev || o->peer_mem != NVS_RMEM_HOST)) {
+	if (!o->loopback && (o->peer_dev || peer_mem_set)) {
 		fprintf(stderr, "--peer-dev and --peer-mem are for --loopback: in two-node mode each side chooses its own\n");
 		return -1;
 	}

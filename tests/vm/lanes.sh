@@ -76,12 +76,12 @@ for lane in $lanes; do
 	sed -n 's/^\(PASS\|FAIL\|SKIP\) /  \1 /p' "$out/results.txt"
 	if [[ -f $out/done ]]; then
 		t_pass "$lane: vm-boot"
-	elif ((rc == 2)); then
-		why="did not finish"
-		[[ $(<"$out/seconds") -ge $limit ]] && why="timed out after ${limit}s"
+	elif [[ -s $out/console.log ]]; then
+		why="did not finish (run-vm status $rc)"
+		(($(cat "$out/seconds" 2>/dev/null || echo 0) >= limit)) && why="timed out after ${limit}s"
 		t_fail "$lane: vm-boot" "$why; console tail: $(tail -n 12 "$out/console.log" | tr -s '\r\n\t ' ' ' | cut -c1-900)"
 	else
-		t_fail "$lane: vm-boot" "run-vm failed with status $rc before booting"
+		t_fail "$lane: vm-boot" "run-vm failed with status $rc before the guest printed anything"
 	fi
 	echo "$lane $kver $((SECONDS - t0))" >>"$times"
 	echo "   lane $lane: $((SECONDS - t0)) s (VM $(cat "$out/seconds" 2>/dev/null) s), output in $out"
