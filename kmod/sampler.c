@@ -170,7 +170,13 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 	if (!nvs_may_sample(gpu))
 		return;
 	if (!nvs_access_begin(gpu, &rpm)) {
+		/*
+		 * The last readings are no longer current: report them as
+		 * unavailable (-ENODATA) rather than as a stale number.
+		 */
 		gpu->unavailable++;
+		for (i = 0; i < gpu->nsensors; i++)
+			gpu->sensor[i].valid = false;
 		return;
 	}
 
