@@ -50,6 +50,11 @@ nvs_write_gpu_map >"$NVS_OUT/gpus"
 # run_one NAME FILE: one file in its own process group, time-limited.
 run_one() {
 	local name=$1 file=$2 rc pid t0=$SECONDS
+	# NVS_LANE_SKIP: "file|reason" entries the lane leaves out (lanes.sh).
+	if [[ -n ${NVS_LANE_SKIP:-} && " ${NVS_LANE_SKIP%%|*} " == *" ${file##*/} "* ]]; then
+		t_skip "$name" "${NVS_LANE_SKIP#*|}"
+		return
+	fi
 	dmesg_mark "begin $name"
 	echo "== $name"
 	# BASH_ENV sources guest-lib.sh into the file (and any bash it starts).
