@@ -21,6 +21,7 @@
 #include "json.h"
 #include "libnvsidecar.h"
 #include "subcommands.h"
+#include "term.h"
 
 enum {
 	EX_OK,
@@ -385,17 +386,6 @@ static const char *human_size(uint64_t v, char *buf, size_t len)
 	}
 	snprintf(buf, len, "%" PRIu64 " %s", v, unit[u]);
 	return buf;
-}
-
-static bool want_color(void)
-{
-	const char *m = getenv("NVSIDECAR_COLOR");
-
-	if (m && !strcmp(m, "always"))
-		return true;
-	if ((m && !strcmp(m, "never")) || (getenv("NO_COLOR") && *getenv("NO_COLOR")))
-		return false;
-	return isatty(STDOUT_FILENO);
 }
 
 static void print_human(const struct opts *o, const struct origin *org,

@@ -22,6 +22,7 @@
 #include "libnvsidecar.h"
 #include "pci.h"
 #include "subcommands.h"
+#include "term.h"
 #include "topo.h"
 
 enum { EX_OK, EX_FAIL, EX_USAGE };
@@ -455,13 +456,6 @@ out:
 }
 
 /* ---- output ---- */
-
-static bool want_color(void)
-{
-	const char *nc = getenv("NO_COLOR");
-
-	return isatty(STDOUT_FILENO) && !(nc && *nc);
-}
 
 static void print_human(const struct checks *c, size_t counts[4], int ret)
 {

@@ -8,6 +8,7 @@
 #include "json.h"
 #include "libnvsidecar.h"
 #include "subcommands.h"
+#include "term.h"
 
 /* Exit codes shared by status, thermal, set and events (see --help). */
 enum { EX_OK, EX_FAIL, EX_USAGE, EX_NOMODULE, EX_PERM };
@@ -20,17 +21,6 @@ static void show_usage(FILE *f, const char *name)
 		   "  --json   one JSON document instead of text\n\n"
 		   "Exit codes: 0 success, 1 failure, 2 invalid arguments, 3 the module is\n"
 		   "not loaded (its netlink family is missing).\n");
-}
-
-static bool want_color(void)
-{
-	const char *m = getenv("NVSIDECAR_COLOR");
-
-	if (m && !strcmp(m, "always"))
-		return true;
-	if ((m && !strcmp(m, "never")) || (getenv("NO_COLOR") && *getenv("NO_COLOR")))
-		return false;
-	return isatty(STDOUT_FILENO);
 }
 
 static const struct nvs_sensor_info *hottest(const struct nvs_gpu_info *g, unsigned int *valid)

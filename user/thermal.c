@@ -15,6 +15,7 @@
 #include "json.h"
 #include "libnvsidecar.h"
 #include "subcommands.h"
+#include "term.h"
 
 enum { EX_OK, EX_FAIL, EX_USAGE, EX_NOMODULE, EX_PERM, EX_LOST };
 
@@ -76,17 +77,6 @@ static void show_usage(FILE *f, const char *name)
 		"  --allow-loss   exit 0 even if samples were lost\n\n"
 		"Exit codes: 0 success, 1 failure, 2 invalid arguments, 3 the module is\n"
 		"not loaded, 5 samples were lost during --record.\n");
-}
-
-static bool want_color(void)
-{
-	const char *m = getenv("NVSIDECAR_COLOR");
-
-	if (m && !strcmp(m, "always"))
-		return true;
-	if ((m && !strcmp(m, "never")) || (getenv("NO_COLOR") && *getenv("NO_COLOR")))
-		return false;
-	return isatty(STDOUT_FILENO);
 }
 
 static uint64_t now_ns(void)
