@@ -11,7 +11,7 @@ res=$NVS_OUT/thermal-bench.txt
 sim 0 fixture gb202
 nvs_load || { t_fail bench-thermal-load "insmod failed"; exit 1; }
 c=$(sim_class 0) h=$(sim_hwmon 0)
-wait_until 5 test "$(cat "$c/status")" = ok
+wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
 idx=${c##*/gpu}
 pid=$(pgrep -x "nvsidecar/$idx")
 [[ -n $pid ]] || { t_fail bench-thermal-kthread "no nvsidecar/$idx kthread"; exit 1; }
@@ -23,10 +23,10 @@ sampler_cost() {
 	echo "$hz" >"$c/sample_hz"
 	sleep 1
 	read -r c0 _ <"/proc/$pid/schedstat"
-	s0=$(cat "$c/samples")
+	s0=$(read_err "$c/samples")
 	sleep "$secs"
 	read -r c1 _ <"/proc/$pid/schedstat"
-	s1=$(cat "$c/samples")
+	s1=$(read_err "$c/samples")
 	echo "sampler_${hz}hz_passes_per_s=$(((s1 - s0) / secs))"
 	echo "sampler_${hz}hz_cpu_us_per_s=$(((c1 - c0) / secs / 1000))"
 	echo "sampler_${hz}hz_cpu_us_per_pass=$(((c1 - c0) / ((s1 - s0) ? (s1 - s0) : 1) / 1000))"

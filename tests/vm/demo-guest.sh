@@ -29,8 +29,8 @@ p=$(hw_temp "$h" ch0)
 echo
 echo "Peaks the sampler caught (50 Hz in the kernel; a 1 s poller misses 50 ms spikes):"
 printf '  ch0:     now %6.2f °C   highest %6.2f °C   lowest %6.2f °C\n' \
-	"$(bc -l <<<"$(cat "${p}_input") / 1000")" "$(bc -l <<<"$(cat "${p}_highest") / 1000")" \
-	"$(bc -l <<<"$(cat "${p}_lowest") / 1000")"
+	"$(bc -l <<<"$(read_err "${p}_input") / 1000")" "$(bc -l <<<"$(read_err "${p}_highest") / 1000")" \
+	"$(bc -l <<<"$(read_err "${p}_lowest") / 1000")"
 echo
 echo "\$ grep . $c/{chip,name,pci,status,sample_hz,samples,unavailable_reads,last_sample_ns}"
 for f in chip name pci status sample_hz samples unavailable_reads last_sample_ns; do

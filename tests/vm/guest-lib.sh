@@ -26,10 +26,12 @@
 #   gpu_class N            /sys/class/nvsidecar/gpuN
 #   gpu_hwmon N            the hwmon dir of gpuN (found through its PCI parent)
 #   hw_temp DIR LABEL      "DIR/tempK" whose tempK_label is LABEL
-#   read_err FILE          reads FILE; prints its content or the error text
-#                          ("No data available"), returns cat's status
+#   read_err FILE          reads FILE's first line; prints it or the error
+#                          text ("No data available"); fails on an error
 #   as_user CMD...         runs CMD as nobody:nogroup without groups
-#   wait_until SECS CMD... polls CMD every 0.1 s; fails after SECS
+#   wait_until SECS CMD... polls CMD every 0.1 s; fails after SECS (CMD's
+#                          arguments are expanded once, by the caller)
+#   wait_for SECS 'EXPR'   polls an expression evaluated afresh each time
 #   dmesg_mark TEXT        writes a marker into the kernel log
 #   dmesg_check NAME       t_pass/t_fail NAME on splats since the last mark
 #   kmemleak_check NAME    scans for leaks (debug lane); t_skip elsewhere
@@ -179,9 +181,11 @@ hw_temp() {
 	return 1
 }
 
+# Builtin read in a subshell: no exec (every exec reads its program and
+# libraries over 9p, which is slow under emulation).
 read_err() {
 	local out rc
-	out=$(cat "$1" 2>&1)
+	out=$(exec 2>&1; _v=''; IFS= read -r _v <"$1" || [[ -n $_v ]] || exit 1; printf '%s' "$_v")
 	rc=$?
 	if ((rc)); then
 		out=${out##*: }
@@ -199,9 +203,20 @@ wait_until() {
 	shift
 	for ((i = 0; i < secs * 10; i++)); do
 		"$@" && return 0
-		sleep 0.1
+		nvs_sleep 0.1
 	done
 	"$@"
+}
+
+# wait_for SECS 'EXPR': like wait_until, but EXPR is evaluated afresh each
+# time, e.g. wait_for 5 '[[ $(read_err "$c/status") == ok ]]'.
+wait_for() {
+	local secs=$1 i
+	for ((i = 0; i < secs * 10; i++)); do
+		eval "$2" && return 0
+		nvs_sleep 0.1
+	done
+	eval "$2"
 }
 
 # The last mark is kept in a file so that the runner and the test files

@@ -19,9 +19,9 @@ t_eq thermal-8gpus-class "$(ls -d /sys/class/nvsidecar/gpu* | wc -l)" 8
 bad=
 for ((i = 0; i < 8; i++)); do
 	c=$(sim_class "$i") h=$(sim_hwmon "$i") || { bad+=" gpu$i:missing"; continue; }
-	wait_until 5 test "$(cat "$c/status")" = ok
+	wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
 	v=$(read_err "$(hw_temp "$h" ch0)_input")
-	[[ $v == "$((40 + i))500" && $(cat "$c/pci") == "$(sim_bdf "$i")" ]] || bad+=" sim$i:$v@$(cat "$c/pci")"
+	[[ $v == "$((40 + i))500" && $(read_err "$c/pci") == "$(sim_bdf "$i")" ]] || bad+=" sim$i:$v@$(read_err "$c/pci")"
 done
 [[ -z $bad ]] && t_pass thermal-8gpus-values || t_fail thermal-8gpus-values "$bad"
 t_eq thermal-8gpus-sensors "$(sensors 2>/dev/null | grep -c '^nvsidecar-pci-')" 8

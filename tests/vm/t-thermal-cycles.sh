@@ -48,8 +48,9 @@ echo "$((n - 1)) cycles in $((SECONDS - t0)) s"
 [[ -z $fail ]] && t_pass thermal-load-unload-cycles || t_fail thermal-load-unload-cycles "$fail"
 
 nvs_load
+# shellcheck disable=SC2034 # c is used in wait_for's expression
 c=$(sim_class 0) h=$(sim_hwmon 0)
-wait_until 5 test "$(cat "$c/status")" = ok
+wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
 t_eq thermal-after-cycles "$(read_err "$(hw_temp "$h" ch0)_input")" 90215
 nvs_unload
 nvs_restore_gpus || t_fail thermal-cycles-rescan "removed GPUs did not come back: ${removed[*]}"

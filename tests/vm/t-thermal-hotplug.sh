@@ -10,7 +10,7 @@ sim_fixture_all gb202
 nvs_load || { t_fail thermal-hotplug-load "insmod failed"; exit 1; }
 bdf=$(sim_bdf 0)
 c=$(sim_class 0) h=$(sim_hwmon 0)
-wait_until 5 test "$(cat "$c/status")" = ok
+wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
 old=${c##*/gpu}
 
 # Readers hammer GPU0's files (errors expected once they vanish).
@@ -29,12 +29,12 @@ t_run thermal-hotplug-class-gone bash -c "! ls -d /sys/class/nvsidecar/gpu$old 2
 t_eq thermal-hotplug-hwmon-gone "$(grep -lx nvsidecar /sys/class/hwmon/hwmon*/name | wc -l)" $((NVS_GPUS - 1))
 if ((NVS_GPUS > 1)); then
 	c1=$(sim_class 1)
-	s0=$(cat "$c1/samples")
+	s0=$(read_err "$c1/samples")
 	sleep 0.3
-	if [[ $(cat "$c1/status") == ok ]] && (($(cat "$c1/samples") > s0)); then
+	if [[ $(read_err "$c1/status") == ok ]] && (($(read_err "$c1/samples") > s0)); then
 		t_pass thermal-hotplug-others-unaffected
 	else
-		t_fail thermal-hotplug-others-unaffected "GPU1: $(cat "$c1/status"), samples $s0 -> $(cat "$c1/samples")"
+		t_fail thermal-hotplug-others-unaffected "GPU1: $(read_err "$c1/status"), samples $s0 -> $(read_err "$c1/samples")"
 	fi
 fi
 kill "${readers[@]}" "$ramp" 2>/dev/null
@@ -53,16 +53,16 @@ fi
 if ! (($(setpci -s "$bdf" COMMAND.w) & 2)); then
 	wait_until 5 sim_class 0 >/dev/null 2>&1
 	c=$(sim_class 0)
-	wait_until 3 grep -q unavailable "$c/status"
-	t_eq thermal-hotplug-decoding-off "$(cat "$c/status")" "unavailable: memory decoding disabled"
+	wait_for 3 '[[ $(read_err "$c/status") == unavailable* ]]'
+	t_eq thermal-hotplug-decoding-off "$(read_err "$c/status")" "unavailable: memory decoding disabled"
 	setpci -s "$bdf" COMMAND=2:2
 fi
 sim 0 fixture gb202
 if wait_until 10 sim_class 0 >/dev/null 2>&1; then
 	c=$(sim_class 0) h=$(sim_hwmon 0)
 	new=${c##*/gpu}
-	wait_until 5 test "$(cat "$c/status")" = ok
-	t_eq thermal-hotplug-back "$(cat "$c/status") $(read_err "$(hw_temp "$h" ch0)_input")" "ok 90215"
+	wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
+	t_eq thermal-hotplug-back "$(read_err "$c/status") $(read_err "$(hw_temp "$h" ch0)_input")" "ok 90215"
 	if ((new != old)); then
 		t_pass thermal-hotplug-new-index
 	else

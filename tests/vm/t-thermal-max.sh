@@ -9,30 +9,30 @@ sim_fixture_all gb202
 nvs_load || { t_fail thermal-max-load "insmod failed"; exit 1; }
 c=$(sim_class 0) h=$(sim_hwmon 0)
 p=$(hw_temp "$h" ch0)
-wait_until 5 test "$(cat "$c/status")" = ok
+wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
 
 # No threshold: _max reads the top of the range (kmod/hwmon.c), no alarm.
-t_eq thermal-max-unset "$(read_err "${p}_max")/$(cat "${p}_max_alarm")" "200000/0"
+t_eq thermal-max-unset "$(read_err "${p}_max")/$(read_err "${p}_max_alarm")" "200000/0"
 echo 95000 >"${p}_max"
 t_eq thermal-max-set "$(read_err "${p}_max")" 95000
-t_eq thermal-max-alarm-below "$(cat "${p}_max_alarm")" 0
+t_eq thermal-max-alarm-below "$(read_err "${p}_max_alarm")" 0
 
 for _ in 1 2 3; do
 	sim 0 temp ch0 100.25
-	wait_until 3 test "$(cat "${p}_max_alarm")" = 1
-	a=$(cat "${p}_max_alarm")
+	wait_for 3 '[[ $(read_err "${p}_max_alarm") == 1 ]]'
+	a=$(read_err "${p}_max_alarm")
 	sim 0 temp ch0 90
-	wait_until 3 test "$(cat "${p}_max_alarm")" = 0
-	a+=$(cat "${p}_max_alarm")
+	wait_for 3 '[[ $(read_err "${p}_max_alarm") == 0 ]]'
+	a+=$(read_err "${p}_max_alarm")
 	[[ $a == 10 ]] || break
 done
 t_eq thermal-max-alarm-follows "$a" 10
-t_eq thermal-max-crossings "$(cat "$c/threshold_crossings")" 3
+t_eq thermal-max-crossings "$(read_err "$c/threshold_crossings")" 3
 # Staying above is one crossing, not one per sample.
 sim 0 temp ch0 101
-wait_until 3 test "$(cat "${p}_max_alarm")" = 1
+wait_for 3 '[[ $(read_err "${p}_max_alarm") == 1 ]]'
 sleep 0.3
-t_eq thermal-max-one-crossing-per-excursion "$(cat "$c/threshold_crossings")" 4
+t_eq thermal-max-one-crossing-per-excursion "$(read_err "$c/threshold_crossings")" 4
 sim 0 temp ch0 90
 
 # Malformed or out-of-range values: refused, the threshold stays.

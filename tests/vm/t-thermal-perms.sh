@@ -9,7 +9,7 @@ set -u
 sim_fixture_all gb202
 nvs_load || { t_fail thermal-perms-load "insmod failed"; exit 1; }
 c=$(sim_class 0) h=$(sim_hwmon 0)
-wait_until 5 test "$(cat "$c/status")" = ok
+wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
 echo 95000 >"$(hw_temp "$h" ch0)_max"
 
 files=()
@@ -60,14 +60,14 @@ for v in abc -1 1001 ""; do
 	fi
 done
 echo 100 >"$c/sample_hz"
-t_eq thermal-sample-hz-set "$(cat "$c/sample_hz")" 100
+t_eq thermal-sample-hz-set "$(read_err "$c/sample_hz")" 100
 # sample_hz 0: every read samples on demand.
 echo 0 >"$c/sample_hz"
-s0=$(cat "$c/samples")
+s0=$(read_err "$c/samples")
 sim 0 temp ch0 88.5
 t_eq thermal-on-demand-read "$(read_err "$(hw_temp "$h" ch0)_input")" 88500
-s1=$(cat "$c/samples")
+s1=$(read_err "$c/samples")
 sleep 0.5
-t_eq thermal-on-demand-no-background "$(cat "$c/samples")" "$s1"
+t_eq thermal-on-demand-no-background "$(read_err "$c/samples")" "$s1"
 ((s1 > s0)) && t_pass thermal-on-demand-counts || t_fail thermal-on-demand-counts "samples $s0 -> $s1"
 nvs_unload

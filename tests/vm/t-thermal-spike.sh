@@ -10,30 +10,30 @@ sim_fixture_all gb202
 nvs_load || { t_fail thermal-spike-load "insmod failed"; exit 1; }
 c=$(sim_class 0) h=$(sim_hwmon 0)
 ch0=$(hw_temp "$h" ch0) hot=$(hw_temp "$h" hotspot)
-wait_until 5 test "$(cat "$c/samples")" -ge 2
+wait_for 5 '(( $(read_err "$c/samples") >= 2 ))'
 
-s0=$(cat "$c/samples")
+s0=$(read_err "$c/samples")
 sim 0 spike --ms 60 --value 105.5 >"$NVS_OUT/spike.log"
-s1=$(cat "$c/samples")
+s1=$(read_err "$c/samples")
 t_eq thermal-spike-highest "$(read_err "${ch0}_highest")" 105500
 t_eq thermal-spike-hotspot-highest "$(read_err "${hot}_highest")" 105500
 t_eq thermal-spike-lowest "$(read_err "${ch0}_lowest")" 90215
-wait_until 2 test "$(read_err "${ch0}_input")" = 90215
+wait_for 2 '[[ $(read_err "${ch0}_input") == 90215 ]]'
 t_eq thermal-spike-back "$(read_err "${ch0}_input")" 90215
 echo "samples during the spike call: $((s1 - s0))"
 
 # Reset one channel, then all.
 echo 1 >"${ch0}_reset_history"
-wait_until 2 test "$(read_err "${ch0}_highest")" = 90215
+wait_for 2 '[[ $(read_err "${ch0}_highest") == 90215 ]]'
 t_eq thermal-reset-history-channel "$(read_err "${ch0}_highest")" 90215
 t_eq thermal-reset-history-other-kept "$(read_err "${hot}_highest")" 105500
 echo 1 >"$h/temp_reset_history"
-wait_until 2 test "$(read_err "${hot}_highest")" = 92250
+wait_for 2 '[[ $(read_err "${hot}_highest") == 92250 ]]'
 t_eq thermal-reset-history-all "$(read_err "${hot}_highest")" 92250
 
 # A ramp moves input, highest and lowest together.
 sim 0 ramp --from 60 --to 99.5 --seconds 1 --hz 50 >/dev/null
-wait_until 2 test "$(read_err "${ch0}_input")" = 99500
+wait_for 2 '[[ $(read_err "${ch0}_input") == 99500 ]]'
 t_eq thermal-ramp-input "$(read_err "${ch0}_input")" 99500
 t_eq thermal-ramp-highest "$(read_err "${ch0}_highest")" 99500
 low=$(read_err "${ch0}_lowest")

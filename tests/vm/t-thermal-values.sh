@@ -23,7 +23,7 @@ if ! nvs_load; then
 	exit 1
 fi
 c=$(sim_class 0) && h=$(sim_hwmon 0) || { t_fail thermal-devices "no class or hwmon device for GPU0"; exit 1; }
-wait_until 5 test "$(cat "$c/samples")" -ge 2 || t_fail thermal-sampling "no samples after 5 s"
+wait_for 5 '(( $(read_err "$c/samples") >= 2 ))' || t_fail thermal-sampling "no samples after 5 s"
 
 t_eq thermal-labels "$(sort "$h"/temp*_label | tr '\n' ' ')" \
 	"$(tr ' ' '\n' <<<"$order" | sort | tr '\n' ' ')"
@@ -43,19 +43,19 @@ p=$(hw_temp "$h" ch0)
 t_eq thermal-highest-initial "$(read_err "${p}_highest")" 90215
 t_eq thermal-lowest-initial "$(read_err "${p}_lowest")" 90215
 
-t_eq thermal-hwmon-name "$(cat "$h/name")" nvsidecar
-t_eq thermal-class-chip "$(cat "$c/chip")" gb202
-t_eq thermal-class-pci "$(cat "$c/pci")" "$(sim_bdf 0)"
-t_eq thermal-class-status "$(cat "$c/status")" ok
-t_eq thermal-class-sample-hz "$(cat "$c/sample_hz")" 50
+t_eq thermal-hwmon-name "$(read_err "$h/name")" nvsidecar
+t_eq thermal-class-chip "$(read_err "$c/chip")" gb202
+t_eq thermal-class-pci "$(read_err "$c/pci")" "$(sim_bdf 0)"
+t_eq thermal-class-status "$(read_err "$c/status")" ok
+t_eq thermal-class-sample-hz "$(read_err "$c/sample_hz")" 50
 t_run thermal-class-name grep -q 'RTX 5090' "$c/name"
-t_eq thermal-class-unavailable "$(cat "$c/unavailable_reads")" 0
-t_eq thermal-class-crossings "$(cat "$c/threshold_crossings")" 0
+t_eq thermal-class-unavailable "$(read_err "$c/unavailable_reads")" 0
+t_eq thermal-class-crossings "$(read_err "$c/threshold_crossings")" 0
 # 50 Hz: the rate over the sampler's own timestamps must be about 50 a
 # second (emulation is slow and jittery: allow 25..55).
-s0=$(cat "$c/samples") n0=$(cat "$c/last_sample_ns")
+s0=$(read_err "$c/samples") n0=$(read_err "$c/last_sample_ns")
 sleep 2
-s1=$(cat "$c/samples") n1=$(cat "$c/last_sample_ns")
+s1=$(read_err "$c/samples") n1=$(read_err "$c/last_sample_ns")
 rate=$(((s1 - s0) * 1000000000 / ((n1 - n0) ? (n1 - n0) : 1)))
 if ((rate >= 25 && rate <= 55)); then
 	t_pass thermal-sample-rate
@@ -84,14 +84,14 @@ sim_all zero
 sim_fixture_all ada
 if nvs_load sim=1af4:1110:2:ad102; then
 	c=$(sim_class 0) h=$(sim_hwmon 0)
-	wait_until 5 test "$(cat "$c/samples")" -ge 1
-	t_eq thermal-ada-chip "$(cat "$c/chip")" ad102
+	wait_for 5 '(( $(read_err "$c/samples") >= 1 ))'
+	t_eq thermal-ada-chip "$(read_err "$c/chip")" ad102
 	t_eq thermal-ada-labels "$(cat "$h"/temp*_label | sort | tr '\n' ' ')" "hotspot mem "
 	t_eq thermal-ada-hotspot "$(read_err "$(hw_temp "$h" hotspot)_input")" 75000
 	t_eq thermal-ada-mem "$(read_err "$(hw_temp "$h" mem)_input")" 86406
 	# 0x7f and above is the "invalid" marker of the hotspot register
 	sim 0 set ada-hotspot 0x7f00
-	wait_until 3 bash -c "! cat $(hw_temp "$h" hotspot)_input >/dev/null 2>&1"
+	wait_for 3 '! read_err $(hw_temp "$h" hotspot)_input >/dev/null'
 	t_eq thermal-ada-hotspot-invalid "$(read_err "$(hw_temp "$h" hotspot)_input")" "No data available"
 	nvs_unload
 else
