@@ -427,6 +427,26 @@ static bool cm_gone(int cm_fd, struct rdma_cm_id *id)
 	return gone;
 }
 
+/*
+ * Test hook (tests/vm/t-rdma.sh): NVS_RDMA_WAKE_DELAY_MS=N sleeps N ms
+ * before each wait, so that a completion and the peer's disconnect are both
+ * pending when the wait starts, the order a slow or busy host produces.
+ */
+static void wake_delay(void)
+{
+	static long ms = -1;
+
+	if (ms < 0) {
+		const char *e = getenv("NVS_RDMA_WAKE_DELAY_MS");
+
+		ms = e ? strtol(e, NULL, 10) : 0;
+		if (ms < 0 || ms > 10000)
+			ms = 0;
+	}
+	if (ms)
+		nanosleep(&(struct timespec){ ms / 1000, ms % 1000 * 1000000L }, NULL);
+}
+
 int nvs_wait_wc(struct nvs_rside *s, uint64_t deadline, bool block, int cm_fd, struct ibv_wc *wc)
 {
 	unsigned int spins = 0;
@@ -438,6 +458,13 @@ int nvs_wait_wc(struct nvs_rside *s, uint64_t deadline, bool block, int cm_fd, s
 			return -EIO;
 		if (n)
 			return 1;
+		/*
+		 * Only once the CQ is empty: a peer sends its last message
+		 * (the client's BYE) and disconnects at once, and both can be
+		 * pending when we wake. The message came first; reap it.
+		 */
+		if (s->cm_gone)
+			return -ENOTCONN;
 		if (!block) {
 			if (++spins % 256 == 0 && nvs_now_ns() > deadline)
 				return 0;
@@ -453,25 +480,31 @@ int nvs_wait_wc(struct nvs_rside *s, uint64_t deadline, bool block, int cm_fd, s
 				{ .fd = s->ch->fd, .events = POLLIN },
 				{ .fd = cm_fd, .events = POLLIN },
 			};
-			uint64_t now = nvs_now_ns();
+			uint64_t now;
 			int ms, r;
 
+			wake_delay();
+			now = nvs_now_ns();
 			if (now >= deadline)
 				return 0;
 			ms = (int)((deadline - now) / 1000000 + 1);
 			r = poll(p, cm_fd >= 0 ? 2 : 1, ms > 1000 ? 1000 : ms);
 			if (r < 0 && errno != EINTR)
 				return -errno;
-			if (r > 0 && (p[1].revents & POLLIN) && cm_gone(cm_fd, s->id))
-				return -ENOTCONN;
-			if (r > 0 && (p[0].revents & POLLIN)) {
+			if (r <= 0)
+				continue;
+			if ((p[1].revents & POLLIN) && cm_gone(cm_fd, s->id))
+				s->cm_gone = true;
+			if (p[0].revents & POLLIN) {
 				struct ibv_cq *cq;
 				void *ctx;
 
 				if (!ibv_get_cq_event(s->ch, &cq, &ctx))
 					ibv_ack_cq_events(cq, 1);
-				break;
 			}
+			/* Back to the CQ: reap what arrived before a disconnect. */
+			if (s->cm_gone || (p[0].revents & POLLIN))
+				break;
 		}
 	}
 }

@@ -63,6 +63,7 @@ struct nvs_rside {
 	struct ibv_mr *ctl_mr;
 	char dev[IBV_SYSFS_NAME_MAX];
 	char gid_str[64];
+	bool cm_gone;		/* rdma_cm reported the peer gone */
 };
 
 /* Device choice: --dev, else nearest the GPU, else the first active port. */
@@ -84,7 +85,8 @@ int nvs_post_rdma(struct nvs_rside *s, bool write, uint64_t loff, uint64_t raddr
  * Waits for one completion until deadline (CLOCK_MONOTONIC ns). block:
  * sleep on the completion channel (also watching cm_fd, -1 none, for a
  * disconnect) instead of spinning. Returns 1, 0 on timeout, -ENOTCONN when
- * the rdma_cm connection went away, or another -errno.
+ * the rdma_cm connection went away and no completion is left to reap, or
+ * another -errno.
  */
 int nvs_wait_wc(struct nvs_rside *s, uint64_t deadline, bool block, int cm_fd, struct ibv_wc *wc);
 int nvs_post_ctl_recv(struct nvs_rside *s);
