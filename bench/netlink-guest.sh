@@ -15,7 +15,7 @@ out=$NVS_OUT/netlink-bench.txt
 : >"$out"
 sim_fixture_all gb202
 nvs_load || { echo "insmod failed" >>"$out"; exit 1; }
-wait_until 5 test "$(cat "$(sim_class 0)/status" 2>/dev/null)" = ok
+wait_for 5 '[[ $(read_err "$(sim_class 0)/status" 2>/dev/null) == ok ]]'
 echo "kernel $(uname -r), $(nproc) vCPUs (QEMU TCG), $NVS_GPUS simulated GPUs" >>"$out"
 
 "$NVS_TOOLS/netlink-bench" -n "${NVS_BENCH_ITER:-300}" >>"$out" 2>&1 || echo "netlink-bench failed" >>"$out"

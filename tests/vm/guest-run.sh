@@ -7,7 +7,7 @@
 # only runs the job.
 #
 # The job is $NVS_JOB if set (one bash script, guest-lib.sh sourced first),
-# otherwise every tests/vm/t-*.sh matching $NVS_TESTS, in name order, each
+# otherwise every tests/vm/t-*.sh matching the globs in $NVS_TESTS, in name order, each
 # as its own bash process with guest-lib.sh sourced, $NVS_FILE_TIMEOUT
 # seconds at most. After each file the runner unloads a module left loaded,
 # kills what the file left running, and checks the new kernel log lines
@@ -93,8 +93,14 @@ if [[ -n $NVS_JOB ]]; then
 	run_one "$(basename "$NVS_JOB" .sh)" "$NVS_JOB"
 else
 	shopt -s nullglob
-	# shellcheck disable=SC2206 # NVS_TESTS is a glob
-	files=("$NVS_TOP"/tests/vm/$NVS_TESTS)
+	# NVS_TESTS: one or more globs ("t-rdma.sh t-topo*"), in name order.
+	files=()
+	read -ra globs <<<"$NVS_TESTS"
+	for g in "${globs[@]}"; do
+		# shellcheck disable=SC2206 # g is a glob
+		files+=("$NVS_TOP"/tests/vm/$g)
+	done
+	((${#files[@]})) && mapfile -t files < <(printf '%s\n' "${files[@]}" | sort -u)
 	((${#files[@]})) || t_fail "vm-suite" "no test files match tests/vm/$NVS_TESTS"
 	for f in "${files[@]}"; do
 		[[ $(basename "$f") == t-*.sh ]] || continue

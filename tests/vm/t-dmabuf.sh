@@ -129,12 +129,6 @@ as_user "$NVS_BIN" dmabuf probe --gpu 0 --fd 0 >/dev/null 2>&1
 rc=$?
 ((rc == 4)) && t_pass cli-unprivileged-exit4 || t_fail cli-unprivileged-exit4 "exit $rc, expected 4 (permission denied)"
 
-# The CLI sections are userspace: under KASAN and TCG each exec costs
-# seconds, and the kernel paths they reach are covered above and below.
-if [[ ${NVS_LANE:-} == debug ]]; then
-	t_skip dmabuf-cli "not run in the debug lane: userspace only (the CLI and the stand-in libcuda); the 6.1 and 6.12 lanes run it"
-else
-
 # --- the CLI and the sysfs summary -----------------------------------------
 if ((have_udmabuf)); then
 	"$NVS_BIN" dmabuf probe --gpu 0 --source udmabuf --size 2M >"$NVS_OUT/dmabuf-sample-udmabuf.txt" 2>&1
@@ -205,8 +199,6 @@ if gcc -shared -fPIC -DFAKECUDA_LIB -o $fake "$NVS_TOP/tests/vm/tools/dmabuf_fak
 else
 	t_fail cli-cuda-fake "cannot build the stand-in libcuda: $(head -c 300 /tmp/o)"
 fi
-
-fi # debug lane
 
 # --- P2P distance -----------------------------------------------------------
 # Expected values come from the topology and the kernel's rule

@@ -20,7 +20,7 @@ out=$NVS_OUT/doctor.json
 sim_fixture_all gb202
 nvs_load || { t_fail doctor-load "insmod failed"; exit 0; }
 c=$(sim_class 0) || { t_fail doctor-gpu0 "no class device for simulated GPU0"; exit 0; }
-wait_until 5 test "$(cat "$c/status")" = ok
+wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
 g0=${c##*/}	# simulated GPU 0 is not necessarily the module's gpu0
 
 # summary FILE: "module-loaded module-netlink GPU-RESULTS..." from the JSON
@@ -56,7 +56,7 @@ src=$?
 
 # GPU0 reads all-ones: the run fails and names it.
 sim 0 allones
-if wait_until 3 test "$(cat "$c/status")" != ok; then
+if wait_for 3 '[[ $(read_err "$c/status") != ok ]]'; then
 	"$NVS_BIN" doctor --gpu-ids "$ids" >"$NVS_OUT/doctor-fault.txt" 2>&1
 	rc=$?
 	[[ $rc == 1 ]] && grep -q "^FAIL gpu      $g0: .* unavailable" "$NVS_OUT/doctor-fault.txt" &&
@@ -66,7 +66,7 @@ else
 	t_fail doctor-guest-allones "gpu0 status stayed $(cat "$c/status") after nvsim allones"
 fi
 sim 0 fixture gb202
-wait_until 3 test "$(cat "$c/status")" = ok
+wait_for 3 '[[ $(read_err "$c/status") == ok ]]'
 "$NVS_BIN" doctor --gpu-ids "$ids" --json >"$out" 2>/dev/null
 s=$(summary "$out" 2>&1)
 [[ $s == *"$g0=OK"* ]] && t_pass doctor-guest-recovers || t_fail doctor-guest-recovers "$s"

@@ -13,7 +13,7 @@ seed=${NVS_FUZZ_SEED:-$(date +%s)}
 
 sim_fixture_all gb202
 nvs_load || { t_fail netlink-fuzz-load "insmod failed"; exit 1; }
-wait_until 5 test "$(cat "$(sim_class 0)/status" 2>/dev/null)" = ok
+wait_for 5 '[[ $(read_err "$(sim_class 0)/status" 2>/dev/null) == ok ]]'
 [[ -x $NVS_TOOLS/nlfuzz ]] || { t_fail netlink-fuzz "nlfuzz was not built (see the vm-tools-build result)"; exit 1; }
 
 dmesg_mark "netlink-fuzz seed $seed"

@@ -12,7 +12,7 @@ work=$(mktemp -d /tmp/nvs-netlink-hp.XXXXXX)
 
 sim_fixture_all gb202
 nvs_load || { t_fail netlink-hotplug-load "insmod failed"; exit 1; }
-wait_until 5 test "$(cat "$(sim_class 0)/status" 2>/dev/null)" = ok
+wait_for 5 '[[ $(read_err "$(sim_class 0)/status" 2>/dev/null) == ok ]]'
 
 # --- hotplug during dumps and during a recording ---------------------------
 hp=$((NVS_GPUS > 1 ? 1 : 0))

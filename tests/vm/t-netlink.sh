@@ -38,7 +38,7 @@ fi
 
 sim_fixture_all gb202
 nvs_load || { t_fail netlink-load "insmod failed"; exit 1; }
-wait_until 5 test "$(cat "$(sim_class 0)/status" 2>/dev/null)" = ok
+wait_for 5 '[[ $(read_err "$(sim_class 0)/status" 2>/dev/null) == ok ]]'
 g0=$(gpu_index 0)
 
 # --- output formats -------------------------------------------------------
@@ -225,6 +225,35 @@ if ((rc == 0)) && grep -q '^Interrupted: recorded' "$work/int.err" && (($(wc -l 
 	t_pass netlink-record-sigint
 else
 	t_fail netlink-record-sigint "exit $rc: $(tail -n 2 "$work/int.err" | tr '\n' ' ')"
+fi
+
+# --- --watch: in place with colour on a terminal, plain through a pipe ----
+# script(1) gives the CLI a pseudo-terminal. The fixture is static, so
+# every valid sensor is at its peak and is highlighted (bold yellow).
+watch_cmd="$B thermal --gpu $g0 --watch --interval 0.2 --count 3"
+env -u NO_COLOR -u NVSIDECAR_COLOR script -qec "$watch_cmd" /dev/null </dev/null >"$work/w.tty" 2>&1
+rc=$?
+env -u NO_COLOR -u NVSIDECAR_COLOR $watch_cmd >"$work/w.pipe" 2>&1
+prc=$?
+NO_COLOR=1 script -qec "$watch_cmd" /dev/null </dev/null >"$work/w.nocolor" 2>&1
+nrc=$?
+if ((rc == 0 && prc == 0 && nrc == 0)) && py "$work/w.tty" "$work/w.pipe" "$work/w.nocolor" <<'EOF' 2>"$work/err"; then
+import sys
+tty, pipe, nocolor = (open(f, "rb").read().decode() for f in sys.argv[1:4])
+E = "\x1b"
+assert tty.startswith(E + "[?25l" + E + "[H" + E + "[2J"), repr(tty[:40])
+assert tty.count(E + "[H") == 4, tty.count(E + "[H")          # clear + 3 frames
+assert tty.count("every 0.2 s") == 3, tty.count("every 0.2 s")
+assert E + "[K" in tty and E + "[1;33m" in tty, "no in-place clear or peak colour"
+assert tty.rstrip().endswith(E + "[?25h"), repr(tty[-20:])      # cursor back
+assert E not in pipe, "escape sequences in piped output"
+assert pipe.count("every 0.2 s") == 3 and "*" in pipe, pipe[:200]
+assert E + "[H" in nocolor and E + "[1;33m" not in nocolor, "NO_COLOR ignored"
+EOF
+	t_pass netlink-thermal-watch
+else
+	cp "$work"/w.* "$NVS_OUT/" 2>/dev/null
+	t_fail netlink-thermal-watch "exit $rc/$prc/$nrc: $(tail -n 2 "$work/err" | tr '\n' ' ') (w.tty, w.pipe, w.nocolor in the output folder)"
 fi
 
 rm -rf "$work"
