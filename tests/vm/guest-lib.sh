@@ -112,11 +112,17 @@ nvs_write_gpu_map() {
 	done | sort -n
 }
 
+# (Builtins only: every helper below calls it, and each exec costs a read
+# of the program over 9p.)
 sim_bdf() {
-	local b
-	b=$(awk -v n="$1" '$1 == n { print $2 }' "$NVS_OUT/gpus" 2>/dev/null)
-	[[ -n $b ]] || { echo "sim_bdf: no simulated GPU $1" >&2; return 1; }
-	echo "$b"
+	local n b _
+	if [[ -r $NVS_OUT/gpus ]]; then
+		while read -r n b _; do
+			[[ $n == "$1" ]] && { echo "$b"; return 0; }
+		done <"$NVS_OUT/gpus"
+	fi
+	echo "sim_bdf: no simulated GPU $1" >&2
+	return 1
 }
 
 sim_file() {

@@ -298,8 +298,13 @@ else
 	expect leak-loop-results "$out" probes="$cycles" done=0 enodev=0 einval="$cycles" other=0
 fi
 # A leaked attachment + table per probe would be >= 1.5 KiB (16 entries):
-# 15 MiB over 10,000 probes. Allow 2 MiB of slab noise.
-if ((slab1 - slab0 < 2048 && avail0 - avail1 < 16384)); then
+# 15 MiB over 10,000 probes. Allow 2 MiB of slab noise. Under KASAN the
+# quarantine keeps freed objects in slab (2.8 MiB after 2000 probes was
+# seen), so SUnreclaim measures nothing there; that lane's leak check is
+# kmemleak's scan at the end of the boot (kmemleak-scan).
+if [[ -e /sys/kernel/debug/kmemleak ]] && grep -q 'KernelAddressSanitizer initialized' <<<"$(dmesg)"; then
+	t_skip leak-slab-meminfo-flat "KASAN's quarantine holds freed objects in slab ($slab0->$slab1 kB SUnreclaim after $cycles probes); kmemleak-scan checks this lane for leaks"
+elif ((slab1 - slab0 < 2048 && avail0 - avail1 < 16384)); then
 	t_pass leak-slab-meminfo-flat
 else
 	t_fail leak-slab-meminfo-flat "SUnreclaim ${slab0}->${slab1} kB, MemAvailable ${avail0}->${avail1} kB after $cycles probes"
