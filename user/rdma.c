@@ -801,7 +801,9 @@ static void print_human(struct run *r)
 	if (!r->exit)
 		printf("\n%sAll %lu transfers verified%s\n", color ? "\e[32m" : "", ok, color ? "\e[0m" : "");
 	else if (total)
-		printf("\n%lu of %lu transfers verified\n", ok, total);
+		/* Say it failed: the table alone reads like a clean run. */
+		printf("\nFAILED (exit %d): %lu of the %lu transfers completed before the failure were verified\n",
+		       r->exit, ok, total);
 }
 
 /* --- arguments --- */

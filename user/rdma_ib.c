@@ -517,7 +517,7 @@ const char *nvs_wc_status_hint(enum ibv_wc_status st)
 	case IBV_WC_RNR_RETRY_EXC_ERR:
 		return "the peer posted no receive buffer in time";
 	case IBV_WC_REM_ACCESS_ERR:
-		return "the peer refused the access: bad rkey or address";
+		return "the peer refused the access: a bad rkey or address, or the peer process exited and its memory registration went with it";
 	case IBV_WC_LOC_PROT_ERR:
 	case IBV_WC_LOC_ACCESS_ERR:
 		return "the local memory registration does not cover the buffer";
