@@ -804,6 +804,8 @@ static void print_human(struct run *r)
 		/* Say it failed: the table alone reads like a clean run. */
 		printf("\nFAILED (exit %d): %lu of the %lu transfers completed before the failure were verified\n",
 		       r->exit, ok, total);
+	else if (r->nres)
+		printf("\nFAILED (exit %d): no transfer completed\n", r->exit);
 }
 
 /* --- arguments --- */
