@@ -348,13 +348,14 @@ else
 	t_fail rdma-fault-port-in-use "exit $rc (want 4): $(head -c 300 "$log/inuse-2.txt.err")"
 fi
 
-# mid_run NAME ACTION: a long transfer, ACTION 2 s in; both sides must end
-# with a clear error within their timeouts, and nothing may be left running.
 # qp_rts DEV PID: PID has a connected (RTS) queue pair on DEV.
 qp_rts() {
 	rdma res show qp link "$1/1" 2>/dev/null | grep -qE "state RTS .*pid $2( |$)"
 }
 
+# mid_run NAME ACTION PORT: a long transfer, ACTION 3 s after the server's
+# QP is connected; both sides must end with a clear error within their
+# timeouts, and nothing may be left running.
 mid_run() {
 	local name=$1 action=$2 port=$3 cpid t0
 	"$bin" rdma --server --bind $B --port "$port" --timeout 5 --wait 30 >"$log/$name-srv.txt" 2>"$log/$name-srv.err" &
@@ -366,11 +367,11 @@ mid_run() {
 		>"$log/$name-cli.txt" 2>"$log/$name-cli.err" &
 	cpid=$!
 	pids+=("$cpid")
-	# Act once the server's QP is connected and transfers have begun. A
-	# fixed 3 s was too short for the debug kernel's handshake: the kill
-	# then hit the connection setup (exit 4), not a transfer.
-	# 3 s more: at least one batch completes on the Debian kernels, so
-	# the summary has rows (rdma-fault-server-killed checks it).
+	# Counting from the connection, not from the start: a fixed 3 s was
+	# too short for the debug kernel's handshake, and the kill then hit
+	# the connection setup (exit 4), not a transfer. The 3 s after it let
+	# at least one batch complete on the Debian kernels, so the summary
+	# has rows (rdma-fault-server-killed checks it).
 	wait_until 30 qp_rts rxe1 "$spid" || rdma res show qp >"$log/$name-qp.txt" 2>&1
 	nvs_sleep 3
 	$action
