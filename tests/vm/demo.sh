@@ -13,9 +13,10 @@ export NVS_TOP=$top
 # shellcheck source=vmlib.sh
 . "$top/tests/vm/vmlib.sh"
 
-kver=$(vm_kver 6.12) || { echo "demo: no Debian 6.12 kernel in /boot (run scripts/deps.sh)" >&2; exit 1; }
+vm_kernel 6.12 || { echo "demo: cannot boot the Debian 6.12 lane (see above; scripts/deps.sh installs it)" >&2; exit 1; }
+kver=$VM_KREL
 echo "demo: building nvsidecar.ko for $kver and the GPU simulator..."
-vm_module "$kver" || exit 1
+vm_module "$kver" "$VM_KDIR" || exit 1
 vm_tools || exit 1
 out=$NVS_BUILD/demo
 echo "demo: booting a QEMU guest with one simulated RTX 5090 (console: $out/console.log)"

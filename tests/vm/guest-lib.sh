@@ -41,6 +41,16 @@
 #   nvs_restore_gpus       rescans removed GPUs, turns memory decoding on
 #                          (the runner does this after every file)
 #   NVS_SPLATS             the regex dmesg_check fails on
+#   vm_qmp JSON            runs one QMP command on this guest's QEMU (the
+#                          host relays it: tests/vm/qmp-relay) and prints
+#                          the reply; fails on an error reply
+#   vm_qmp_event NAME SECS waits for a QMP event (e.g. DEVICE_DELETED)
+#   sim_qdev N             QEMU's id of simulated GPU N (for device_del)
+#   sim_unplug N           QEMU removes simulated GPU N (device_del)
+#   sim_replug N           puts it back (device_add); nvs_restore_gpus
+#                          does this after every file
+#   NVS_TESTMODS           the test-only modules built for this kernel
+#                          (tests/vm/tools/<name>/ -> NAME.ko)
 
 # shellcheck source=../lib.sh
 . "$NVS_TOP/tests/lib.sh"
@@ -313,10 +323,89 @@ nvs_restore_gpus() {
 		[[ -d /sys/bus/pci/devices/$b ]] || missing=1
 	done
 	((missing)) && echo 1 >/sys/bus/pci/rescan
+	# A rescan cannot bring back what QEMU itself removed (device_del).
+	for ((i = 0; i < NVS_GPUS; i++)); do
+		[[ -f $NVS_OUT/qmp/unplugged-$i ]] && { sim_replug "$i" || return 1; }
+	done
 	for ((i = 0; i < NVS_GPUS; i++)); do
 		b=$(sim_bdf "$i") || continue
 		wait_until 10 test -e "/sys/bus/pci/devices/$b/resource2" || return 1
 	done
 	# one setpci for all of them: exec is slow under emulation
 	((NVS_GPUS == 0)) || setpci -d 1af4:1110 COMMAND=2:2
+}
+
+# vm_qmp JSON: one QMP command through the host's relay (tests/vm/qmp-relay
+# watches $NVS_OUT/qmp). Prints the reply; fails on an error reply or when
+# no reply comes within 40 s.
+vm_qmp() {
+	local id=$$.$RANDOM.$SECONDS dir=$NVS_OUT/qmp rep i
+	rep=$dir/rep-$id.json
+	printf '%s\n' "$1" >"$dir/req-$id.tmp" && mv "$dir/req-$id.tmp" "$dir/req-$id.json" || return 1
+	for ((i = 0; i < 400; i++)); do
+		if [[ -f $rep ]]; then
+			local r
+			r=$(<"$rep")
+			rm -f "$rep"
+			echo "$r"
+			[[ $r == *'"return"'* ]]
+			return
+		fi
+		nvs_sleep 0.1
+	done
+	echo "vm_qmp: no reply from the host relay in 40 s (is run-vm's qmp-relay running? see qmp-relay.log)" >&2
+	return 1
+}
+
+# vm_qmp_event NAME SECS [MATCH]: waits until the relay has logged a QMP
+# event NAME (whose line also contains MATCH, e.g. the device id).
+vm_qmp_event() {
+	local name=$1 secs=$2 match=${3:-} i line
+	for ((i = 0; i < secs * 10; i++)); do
+		if [[ -f $NVS_OUT/qmp/events ]]; then
+			while IFS= read -r line; do
+				[[ $line == *"\"event\": \"$name\""* && $line == *"$match"* ]] && return 0
+			done <"$NVS_OUT/qmp/events"
+		fi
+		nvs_sleep 0.1
+	done
+	return 1
+}
+
+# sim_qdev N: the QEMU device id run-vm gave simulated GPU N.
+sim_qdev() { echo "gpu$1"; }
+
+# sim_unplug N: surprise-style removal of simulated GPU N by QEMU itself
+# (device_del: the slot's hotplug controller tells the guest, which removes
+# the device whatever driver holds it). Returns once QEMU reports the
+# device deleted; the guest's PCI core may still be tearing it down.
+sim_unplug() {
+	local id
+	id=$(sim_qdev "$1")
+	vm_qmp "{\"execute\":\"device_del\",\"arguments\":{\"id\":\"$id\"}}" >/dev/null || return 1
+	: >"$NVS_OUT/qmp/unplugged-$1"
+	vm_qmp_event DEVICE_DELETED 30 "\"$id\""
+}
+
+# The output folder as the host sees it (run-vm writes it to env).
+_sim_host_out() { echo "${NVS_HOST_OUT:?run-vm did not export NVS_HOST_OUT}"; }
+
+# sim_replug N: puts simulated GPU N back in its slot (same port, same
+# register file) and waits for the guest to see its BAR.
+sim_replug() {
+	local n=$1 port i b mem
+	while read -r i port; do
+		[[ $i == "$n" ]] && break
+		port=
+	done <"$NVS_OUT/layout"
+	[[ -n $port ]] || { echo "sim_replug: no port for GPU $n in layout" >&2; return 1; }
+	# A fresh memory backend on the same register file: QEMU (7.2) aborts
+	# when a deleted ivshmem's own backend is given to a new device.
+	_nvs_replugs=$((${_nvs_replugs:-0} + 1))
+	mem=gpumem$n-r$_nvs_replugs-$$
+	vm_qmp "{\"execute\":\"object-add\",\"arguments\":{\"qom-type\":\"memory-backend-file\",\"id\":\"$mem\",\"mem-path\":\"$(_sim_host_out)/gpu$n.bar\",\"size\":16777216,\"share\":true}}" >/dev/null || return 1
+	vm_qmp "{\"execute\":\"device_add\",\"arguments\":{\"driver\":\"ivshmem-plain\",\"id\":\"$(sim_qdev "$n")\",\"memdev\":\"$mem\",\"bus\":\"$port\",\"addr\":\"0x0\"}}" >/dev/null || return 1
+	rm -f "$NVS_OUT/qmp/unplugged-$n"
+	b=$(sim_bdf "$n") || return 1
+	wait_for 30 "[[ -e /sys/bus/pci/devices/$b/resource2 ]]"
 }

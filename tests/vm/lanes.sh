@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
 #
-# The VM suite (run by tests/run): for each lane, Debian 6.1, Debian 6.12
-# and the debug kernel (KASAN, lockdep, kmemleak; from ../shared/kernels),
-# build the module and the test tools, boot the kernel once with 8
-# simulated GPUs, run every tests/vm/t-*.sh inside (tests/vm/guest-run.sh)
-# and append the results with a lane prefix ("6.12: thermal-fixture").
-# A lane that does not finish (crash, panic, hang past its timeout) is a
-# failure that quotes the console tail.
+# The VM suite (run by tests/run): for each boot lane of
+# scripts/kernels.sh (Debian 6.1, Debian 6.12, sid's newest stable kernel
+# from the archive, and the debug kernel with KASAN, lockdep and kmemleak
+# from ../shared/kernels), build the module and the test tools for it, boot
+# the kernel once with 8 simulated GPUs, run the lane's tests/vm/t-*.sh
+# inside (tests/vm/guest-run.sh) and append the results with a lane prefix
+# ("6.12: thermal-fixture"). A lane that does not finish (crash, panic,
+# hang past its timeout) is a failure that quotes the console tail. A lane
+# whose kernel scripts/deps.sh or scripts/kernels.sh should have provided
+# and did not is a failure that names what to install.
 #
-# Environment: NVS_LANES="6.1 6.12 debug" chooses lanes, NVS_TESTS='t-x*'
-# the files, NVS_LANE_TIMEOUT (s) overrides the per-lane VM limit.
+# Environment: NVS_LANES="6.1 6.12 sid debug" chooses lanes, NVS_TESTS='t-x*'
+# the files (every lane), NVS_LANE_TIMEOUT (s) overrides the per-lane VM
+# limit.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib.sh
@@ -18,8 +22,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=vmlib.sh
 . "$here/vmlib.sh"
 
-lanes=${NVS_LANES:-6.1 6.12 debug}
-tests=${NVS_TESTS:-t-*.sh}
+lanes=${NVS_LANES:-${KERN_BOOT_LANES[*]}}
 
 if ! command -v qemu-system-x86_64 >/dev/null; then
 	t_fail vm-harness "qemu-system-x86_64 is missing (run scripts/deps.sh)"
@@ -37,14 +40,17 @@ times=$NVS_BUILD/vm/lane-times
 total=$SECONDS
 for lane in $lanes; do
 	t0=$SECONDS
-	if ! kver=$(vm_kver "$lane"); then
-		if [[ $lane == debug ]]; then
-			t_skip "debug: vm-lane" "the debug lane needs ../shared/kernels beside the clone (its kernel, installed by scripts/deps.sh, is not in /boot)"
+	if ! vm_kernel "$lane" 2>"$NVS_BUILD/vm/kernel-$lane.err"; then
+		why=$(<"$NVS_BUILD/vm/kernel-$lane.err")
+		if [[ $lane == debug && ! -d $NVS_SHARED/kernels ]]; then
+			t_skip "debug: vm-lane" "the debug lane needs ../shared/kernels beside the clone: $why"
 		else
-			t_fail "$lane: vm-lane" "no Debian $lane kernel in /boot (run scripts/deps.sh)"
+			t_fail "$lane: vm-lane" "$why"
 		fi
 		continue
 	fi
+	kver=$VM_KREL
+	tests=${NVS_TESTS:-t-*.sh}
 	scale=()
 	case $lane in
 	debug)
@@ -57,17 +63,25 @@ for lane in $lanes; do
 		[[ -n ${NVS_DEBUG_SKIP:-} ]] &&
 			scale+=(-e "NVS_LANE_SKIP=$NVS_DEBUG_SKIP|left out by NVS_DEBUG_SKIP")
 		;;
+	sid)
+		# The newest stable kernel: the files that drive the module's
+		# kernel interfaces (hwmon, sysfs, netlink, PCI hotplug and
+		# ownership, dma-buf), which is what a new kernel breaks. The
+		# userspace-only files (topo, rdma, doctor) ran in the Debian lanes.
+		limit=1200 ftimeout=400
+		tests=${NVS_TESTS:-t-thermal-*.sh t-netlink*.sh t-dmabuf*.sh t-owned*.sh t-review*.sh t-budget*.sh t-selftest*.sh}
+		;;
 	*) limit=1200 ftimeout=400 ;;
 	esac
 	limit=${NVS_LANE_TIMEOUT:-$limit}
 	echo "-- lane $lane ($kver)"
-	if vm_module "$kver"; then
+	if vm_module "$kver" "$VM_KDIR"; then
 		t_pass "$lane: module-build"
 	else
 		t_fail "$lane: module-build" "make module KVER=$kver failed (log: $NVS_BUILD/kmod-$kver.log)"
 	fi
 	out=$NVS_BUILD/vm/lane-$lane
-	"$here/run-vm" -k "$kver" -g 8 -t "$tests" -o "$out" -T "$limit" \
+	"$here/run-vm" -k "$lane" -g 8 -t "$tests" -o "$out" -T "$limit" \
 		--file-timeout "$ftimeout" -q "${scale[@]}"
 	rc=$?
 	# Lane prefix on every result the guest wrote, in the order written.

@@ -1,53 +1,79 @@
 # SPDX-License-Identifier: GPL-2.0 OR MIT
 # shellcheck shell=bash
 # Host-side helpers shared by tests/vm/run-vm, lanes.sh, demo.sh and
-# bench/run: finding a lane's kernel, building the module and the test
-# tools for it. Source after tests/lib.sh (NVS_TOP, NVS_BUILD).
+# bench/run: finding a lane's kernel (scripts/kernels.sh), building the
+# module, the test-only modules and the test tools for it. Source after tests/lib.sh (NVS_TOP, NVS_BUILD).
 
-# vm_kver LANE|RELEASE: prints the kernel release of a lane (6.1, 6.12,
-# debug) or echoes a release that has a /boot/vmlinuz-RELEASE; fails if none.
-vm_kver() {
-	local f k=
-	case $1 in
-	6.1) for f in /boot/vmlinuz-6.1.*-amd64; do [[ -f $f ]] && k=${f#/boot/vmlinuz-}; done ;;
-	6.12)
-		for f in /boot/vmlinuz-6.12.*-amd64; do
-			[[ -f $f && $f != *nvsdebug* ]] && k=${f#/boot/vmlinuz-}
-		done
-		;;
-	debug) for f in /boot/vmlinuz-*-nvsdebug; do [[ -f $f ]] && k=${f#/boot/vmlinuz-}; done ;;
-	*) [[ -f /boot/vmlinuz-$1 ]] && k=$1 ;;
-	esac
-	[[ -n $k ]] || return 1
-	echo "$k"
-}
+# shellcheck source=../../scripts/kernels.sh
+. "$NVS_TOP/scripts/kernels.sh"
 
-# vm_lane RELEASE: the lane name a release belongs to.
-vm_lane() {
-	case $1 in
-	*nvsdebug*) echo debug ;;
-	6.1.*) echo 6.1 ;;
-	6.12.*) echo 6.12 ;;
-	*) echo "$1" ;;
-	esac
-}
-
-# vm_module KVER: makes sure $NVS_BUILD/kmod-KVER/nvsidecar.ko exists and is
-# not older than the sources; prints the build log tail on failure.
-vm_module() {
-	local kver=$1 dir=$NVS_BUILD/kmod-$1 log
-	local ko=$dir/nvsidecar.ko
-	if [[ -f $ko ]] && [[ -z $(find "$NVS_TOP/kmod" "$NVS_TOP/Kbuild" -newer "$ko" -type f -print -quit 2>/dev/null) ]]; then
+# vm_kernel LANE|RELEASE: resolves a lane (6.1, 6.12, sid, debug; see
+# scripts/kernels.sh) or a release that has a /boot/vmlinuz-RELEASE and
+# headers, and sets VM_KREL, VM_KDIR, VM_KIMG, VM_KMODROOT and VM_LANE. On
+# failure prints why (what to install) to stderr and returns 1.
+vm_kernel() {
+	local l
+	VM_KREL= VM_KDIR= VM_KIMG= VM_KMODROOT= VM_LANE=
+	for l in "${KERN_LANES[@]}"; do
+		[[ $l == "$1" ]] || continue
+		if ! kern_resolve "$l" || [[ -z $KIMG ]]; then
+			echo "${KERR:-the $l lane is build-only: it has no kernel image to boot}" >&2
+			return 1
+		fi
+		VM_KREL=$KREL VM_KDIR=$KDIR VM_KIMG=$KIMG VM_KMODROOT=$KMODROOT VM_LANE=$l
+		return 0
+	done
+	# A release: an installed kernel, or one of the lanes' releases.
+	for l in "${KERN_LANES[@]}"; do
+		kern_resolve "$l" 2>/dev/null || continue
+		[[ $KREL == "$1" && -n $KIMG ]] || continue
+		VM_KREL=$KREL VM_KDIR=$KDIR VM_KIMG=$KIMG VM_KMODROOT=$KMODROOT VM_LANE=$l
+		return 0
+	done
+	if [[ -r /boot/vmlinuz-$1 ]]; then
+		VM_KREL=$1 VM_KDIR=/lib/modules/$1/build VM_KIMG=/boot/vmlinuz-$1 VM_KMODROOT=/ VM_LANE=$1
 		return 0
 	fi
+	echo "no kernel for \`$1' (lanes: ${KERN_BOOT_LANES[*]}, or a release in /boot)" >&2
+	return 1
+}
+
+# vm_module KVER [KDIR]: makes sure $NVS_BUILD/kmod-KVER/nvsidecar.ko exists
+# and is not older than the sources, and builds the test-only modules (every
+# tests/vm/tools/<name>/ with a Kbuild, e.g. the stand-in owner driver) into
+# $NVS_BUILD/kmod-KVER/testmods/<name>.ko; prints the build log tail on
+# failure. KDIR defaults to /lib/modules/KVER/build.
+vm_module() {
+	local kver=$1 kdir=${2:-/lib/modules/$1/build} dir=$NVS_BUILD/kmod-$1 log t name rc=0
+	local ko=$dir/nvsidecar.ko
 	log=$NVS_BUILD/kmod-$kver.log
 	mkdir -p "$NVS_BUILD"
-	if ! make -C "$NVS_TOP" -s module KVER="$kver" MODDIR="$dir" >"$log" 2>&1; then
-		echo "module build for $kver failed (log: $log):" >&2
-		tail -n 15 "$log" >&2
-		return 1
+	if [[ ! -f $ko ]] || [[ -n $(find "$NVS_TOP/kmod" "$NVS_TOP/Kbuild" -newer "$ko" -type f -print -quit 2>/dev/null) ]]; then
+		if ! make -C "$NVS_TOP" -s module KVER="$kver" KDIR="$kdir" MODDIR="$dir" >"$log" 2>&1; then
+			echo "module build for $kver failed (log: $log):" >&2
+			tail -n 15 "$log" >&2
+			return 1
+		fi
+		[[ -f $ko ]] || return 1
 	fi
-	[[ -f $ko ]]
+	for t in "$NVS_TOP"/tests/vm/tools/*/Kbuild; do
+		[[ -f $t ]] || continue
+		t=${t%/Kbuild}
+		name=${t##*/}
+		[[ -f $dir/testmods/$name.ko ]] &&
+			[[ -z $(find "$t" -newer "$dir/testmods/$name.ko" -type f -print -quit) ]] && continue
+		rm -rf "$dir/testmods/$name"
+		mkdir -p "$dir/testmods"
+		cp -r "$t" "$dir/testmods/$name"
+		if ! make -C "$kdir" M="$dir/testmods/$name" modules >"$dir/testmods/$name.log" 2>&1; then
+			echo "test module $name for $kver failed to build (log: $dir/testmods/$name.log):" >&2
+			tail -n 15 "$dir/testmods/$name.log" >&2
+			rc=1
+			continue
+		fi
+		cp "$dir/testmods/$name/$name.ko" "$dir/testmods/$name.ko"
+	done
+	return $rc
 }
 
 # vm_tools: compiles every tests/vm/tools/*.c (and bench/*.c) into
