@@ -82,7 +82,8 @@ def tail(text, n=TAIL):
 
 
 def oneline(text, n=300):
-    text = " ".join(text.split())
+    """One line of at most n characters, control and undecodable bytes shown as `?'."""
+    text = " ".join("".join(ch if ch.isprintable() and ch != "\ufffd" else "?" for ch in text.replace("\n", " ")).split())
     return text if len(text) <= n else text[:n] + "..."
 
 
@@ -369,6 +370,14 @@ class Run:
             except OSError:
                 pass
             out, err = p.communicate()
+        except BaseException:
+            # interrupted: the command's whole session goes with the run
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            p.wait()
+            raise
         c = Cmd(argv, p.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"),
                 time.monotonic() - t0, timed_out, limit)
         step.commands.append(c)
@@ -413,6 +422,10 @@ class Run:
             s.result, s.reason = "SKIP", str(e)
         except Fail as e:
             s.result, s.reason = "FAIL", str(e)
+        except KeyboardInterrupt:
+            s.result, s.reason, s.seconds = "FAIL", "interrupted by a signal while this step ran", time.monotonic() - t0
+            print("%s %s: %s" % (s.result, name, s.reason))
+            raise
         except Exception as e:  # a bug here must be loud, not a crash of the whole run
             s.result, s.reason = "FAIL", "internal error in the device run: %s: %s (traceback in %s)" % (
                 type(e).__name__, e, self.logpath)
@@ -509,8 +522,10 @@ def s_build(r, s):
     if v.rc != 0:
         raise Fail("%s --version failed (exit %d): %s" % (r.bin, v.rc, oneline(v.err)))
     r.helper, r.version = True, v.out.strip()
-    s.data = {"bin": r.bin, "version": r.version}
-    return "built %s (%s)" % (os.path.relpath(r.bin, r.top) if r.bin.startswith(r.top) else r.bin, r.version)
+    s.data = {"bin": r.bin, "version": r.version, "bin_given": r.bin_given}
+    if r.bin_given:
+        return "make user passed; the steps use the caller's NVS_BIN=%s (%s)" % (r.bin, r.version)
+    return "built %s (%s)" % (os.path.relpath(r.bin, r.top) if r.bin.startswith(r.top + "/") else r.bin, r.version)
 
 
 def s_kernel(r, s):
@@ -1311,7 +1326,7 @@ def main():
         r.step("doctor", False, "nvsidecar doctor --json", lambda s: s_doctor(r, s))
     except KeyboardInterrupt:
         interrupted = True
-        print("FAIL interrupted: the run was stopped; the report holds the steps that finished")
+        print("device run interrupted: stopped by a signal; the reports hold the steps that ran")
     finally:
         # An interrupted run leaves nothing behind either.
         cleanup = Step("cleanup", False, "cleanup")
@@ -1321,7 +1336,7 @@ def main():
             if isinstance(r.rxe, dict) and r.rxe.get("made_here"):
                 rxe_teardown(r, cleanup)
         except Fail as e:
-            print("FAIL cleanup: %s" % e)
+            print("device run cleanup failed: %s" % e)
             interrupted = True
         shutil.rmtree(r.work, ignore_errors=True)
     code, counts = report(r, interrupted)
