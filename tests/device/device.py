@@ -237,6 +237,8 @@ def geforce(g):
 # ---------------------------------------------------------------- sysfs
 
 PCI = "/sys/bus/pci/devices"
+NVS_CLASS = "/sys/class/nvsidecar"
+IB_CLASS = "/sys/class/infiniband"
 
 
 def sysfs_gpus():
@@ -281,7 +283,7 @@ def nvidia_driver():
 
 def rdma_devices():
     devs = []
-    base = "/sys/class/infiniband"
+    base = IB_CLASS
     try:
         names = sorted(os.listdir(base))
     except OSError:
@@ -315,6 +317,7 @@ class Run:
         self.start, self.started = time.monotonic(), now_iso()
         self.deadline = self.start + min(args.budget, BUDGET)
         self.steps, self.help = [], {}
+        self.echo = True
         self.env = dict(os.environ, NO_COLOR="1", LC_ALL="C")
         self.env.pop("NVSIDECAR_COLOR", None)
         # what later steps need from earlier ones
@@ -433,8 +436,9 @@ class Run:
         s.seconds = time.monotonic() - t0
         s.reason = oneline(s.reason, 600)
         self.log("==== %s %s: %s" % (s.result, name, s.reason))
-        print("%s %s: %s" % (s.result, name, s.reason))
-        sys.stdout.flush()
+        if self.echo:
+            print("%s %s: %s" % (s.result, name, s.reason))
+            sys.stdout.flush()
         return s
 
     def needs_helper(self):
@@ -571,6 +575,8 @@ def s_kernel(r, s):
 
 
 def s_pci(r, s):
+    if not os.path.isdir(PCI):
+        raise Skip("no %s: this kernel shows no PCI devices (a sandboxed or virtual kernel?)" % PCI)
     r.pci = sysfs_gpus()
     s.data = {"gpus": r.pci}
     if not r.pci:
@@ -610,6 +616,8 @@ def s_nvsmi(r, s):
 
 def s_topo(r, s):
     r.needs_helper()
+    if not os.path.isdir(PCI):
+        raise Skip("no %s: nothing for topo to read" % PCI)
     r.need(s, ["topo"], "--json")
     c = r.nvs(s, "topo", "topo", "--json")
     r.rejected(c)
@@ -918,7 +926,7 @@ def s_module_load(r, s):
 
 
 def mmio_reads(index):
-    v = read("/sys/class/nvsidecar/gpu%s/mmio_reads" % index)
+    v = read("%s/gpu%s/mmio_reads" % (NVS_CLASS, index))
     try:
         return int(v) if v is not None else None
     except ValueError:
@@ -950,7 +958,7 @@ def s_module_status(r, s):
         m0, m1 = first.get(idx), mmio_reads(idx)
         reads = "no mmio_reads counter in this module" if m0 is None else "mmio_reads %d -> %d in 1 s" % (m0, m1 or 0)
         st = g.get("status")
-        if st == "unsupported":
+        if st in ("unsupported", "no-recipe"):
             if g.get("samples") or (m0 is not None and (m0 or m1)):
                 bad.append("gpu%s %s is unsupported but was read: %s samples, %s" % (idx, p["bdf"], g.get("samples"), reads))
             else:
@@ -961,7 +969,7 @@ def s_module_status(r, s):
                 idx, p["bdf"], g.get("chip"), st, g.get("samples"), g.get("sensors_valid"), g.get("sensors"),
                 g.get("hottest"), g.get("hottest_mc"), reads))
         else:
-            bad.append("gpu%s %s chip %s status %s: %s" % (idx, p["bdf"], g.get("chip"), st, g.get("reason")))
+            bad.append("gpu%s %s chip %s status %s: %s" % (idx, p["bdf"], g.get("chip"), st, g.get("reason") or "no reason given"))
         s.data.setdefault("mmio_reads", {})[p["bdf"]] = [m0, m1]
     if bad:
         raise Fail("; ".join(bad + notes))
@@ -1124,7 +1132,7 @@ def s_rdma_cuda(r, s):
     if c.rc == 0 and rdma_verified(d):
         return "loopback on %s, GPU memory through a dma-buf MR (%s): %s" % (dev["dev"], lib, rdma_summary(d))
     err = d.get("error") or ""
-    if c.rc == 3 and dev["soft"] and re.search(r"dmabuf|dma-buf|EOPNOTSUPP|not supported", err, re.I):
+    if c.rc == 3 and dev["soft"] and re.search(r"ibv_reg_dmabuf_mr.*\b(EOPNOTSUPP|ENOSYS)\b", err):
         raise Skip("soft-RoCE (%s) cannot register dma-buf memory: %s" % (dev["dev"], oneline(err)))
     raise Fail("loopback on %s with cuda-dmabuf memory exited %d: %s" % (dev["dev"], c.rc, err or rdma_summary(d)))
 
@@ -1170,6 +1178,67 @@ def git_facts(top):
     commit = git("rev-parse", "HEAD")
     dirty = git("status", "--porcelain", "--untracked-files=no")
     return {"commit": commit, "dirty": bool(dirty) if commit else None}
+
+
+def step_data(r, name):
+    return next((s.data for s in r.steps if s.name == name and s.data), None)
+
+
+def md_details(r, L):
+    """The CUDA, module, RDMA and doctor findings, for a reader of the Markdown."""
+    p = step_data(r, "cuda-p2p")
+    if p:
+        L += ["", "## CUDA", "", "p2p with %s, %s per copy, %s iterations, driver API %s." % (
+            p.get("lib"), human_bytes(p.get("size")), p.get("iters"), p.get("driver_api")), "",
+            "| GPU | name | bus id | local copy | local GB/s |", "| --- | --- | --- | --- | ---: |"]
+        for g in p.get("gpus") or []:
+            L.append("| %s | %s | %s | %s | %.1f |" % (g.get("index"), md_cell(g.get("name")), g.get("bus_id"),
+                                                      "verified" if g.get("local_verified") else "%s wrong bytes" % g.get("local_wrong_bytes"),
+                                                      g.get("local_gbps") or 0))
+        if p.get("pairs"):
+            L += ["", "| pair | peer access | P2P on: verified, uni/bi GB/s, latency µs | P2P off: verified, uni/bi GB/s |",
+                  "| --- | --- | --- | --- |"]
+            for x in p["pairs"]:
+                on, off = x.get("p2p_on") or {}, x.get("p2p_off") or {}
+                L.append("| %s->%s | %s | %s, %.1f/%.1f, %.2f | %s, %.1f/%.1f |" % (
+                    x.get("src"), x.get("dst"), "yes" if x.get("can_access_peer") else "no",
+                    "yes" if on.get("verified") else ("no" if on.get("ran") else "not run"), on.get("uni_gbps") or 0,
+                    on.get("bi_gbps") or 0, on.get("latency_us") or 0,
+                    "yes" if off.get("verified") else "no", off.get("uni_gbps") or 0, off.get("bi_gbps") or 0))
+    e = step_data(r, "cuda-dmabuf-export")
+    if e:
+        L += ["", "dma-buf export: %s from %s: %s." % (human_bytes(e.get("size")), e.get("lib"),
+                                                      e.get("fd_kind") or "refused (%s)" % e.get("export_result"))]
+    m = step_data(r, "module-status")
+    if m:
+        L += ["", "## Module", "", "Module version %s." % m.get("module_version"), "",
+              "| gpu | bus id | chip | status | reason | samples | mmio_reads (1 s apart) |",
+              "| --- | --- | --- | --- | --- | ---: | --- |"]
+        for g in m.get("gpus") or []:
+            L.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+                g.get("index"), g.get("busid"), g.get("chip"), g.get("status"), md_cell(g.get("reason") or "-"),
+                g.get("samples"), (m.get("mmio_reads") or {}).get(g.get("busid"), "-")))
+    pr = step_data(r, "module-dmabuf-probe")
+    for b, d in sorted(((pr or {}).get("probes") or {}).items()):
+        L.append("")
+        L.append("dmabuf probe of %s: exit %s, exporter %s, importer %s, %s entries, %s mapped, segments %s..%s, "
+                 "verdict %s, BAR1 0x%x + %s, p2p %s (distance %s)." % (
+                     b, d.get("exit_code"), d.get("exporter"), d.get("importer"), d.get("nents"), human_bytes(d.get("mapped")),
+                     d.get("seg_min"), d.get("seg_max"), d.get("verdict"), d.get("bar1_start") or 0,
+                     human_bytes(d.get("bar1_len")), d.get("p2p"), d.get("p2p_distance")))
+    for name in ("rdma-host", "rdma-cuda-dmabuf"):
+        d = step_data(r, name)
+        if d and d.get("result"):
+            L += ["", "## %s on %s%s" % (name, d.get("device"), " (soft-RoCE)" if d.get("soft_roce") else ""), "",
+                  "| op | size | transfers | verified | GB/s | latency µs |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+            for x in d["result"].get("results") or []:
+                L.append("| %s | %s | %s | %s | %.3f | %.2f |" % (x.get("op"), human_bytes(x.get("size")), x.get("transfers"),
+                                                               x.get("verified"), x.get("gbps") or 0, x.get("lat_us") or 0))
+    d = step_data(r, "doctor")
+    if d:
+        L += ["", "## Doctor", "", "| layer | check | result | message |", "| --- | --- | --- | --- |"]
+        for x in d.get("checks") or []:
+            L.append("| %s | %s | %s | %s |" % (x.get("layer"), x.get("name"), x.get("result"), md_cell(x.get("message"))))
 
 
 def report(r, interrupted=False):
@@ -1263,6 +1332,7 @@ def report(r, interrupted=False):
             L.append("| dma-buf export | %s | %s |" % (
                 vo.get("fd_kind") or "refused (%s)" % vo.get("export_result"),
                 (vc.get("fd_kind") or "refused (%s)" % vc.get("export_result")) if vc else "-"))
+    md_details(r, L)
     L += ["", "## Commands", "", "Every command, its exit status and time; full output in device-run.log.", ""]
     for s in r.steps:
         for c in s.commands:

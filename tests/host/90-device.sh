@@ -197,6 +197,21 @@ r, why = lines['facts-nvidia-smi']
 assert r == 'PASS' and '2 GPU(s): 0000:01:00.0' in why and '; 0000:02:00.0 NVIDIA GeForce RTX 5090' in why, why
 " "$work/corrupt"
 
+# The module and RDMA steps' judging, which needs hardware to run for real,
+# against a stand-in helper (tests/device/selftest.py).
+"$py" "$NVS_TOP/tests/device/selftest.py" "$NVS_BIN" >"$work/selftest.out" 2>&1
+src=$?
+n=0
+while read -r res name why; do
+	case $res in
+	PASS) t_pass "device-selftest-$name"; n=$((n + 1)) ;;
+	FAIL) t_fail "device-selftest-${name%:}" "$why"; n=$((n + 1)) ;;
+	esac
+done <"$work/selftest.out"
+if ((n < 17 || (src != 0 && src != 1))); then
+	t_fail device-selftest "exit $src after $n case(s): $(tail -n 3 "$work/selftest.out" | tr '\n' ' ')"
+fi
+
 # ---------------------------------------------------------------- failure injection
 mkdir -p "$work/garbage" "$work/fails" "$work/hangs" "$work/bin"
 cat >"$work/garbage/nvidia-smi" <<'EOF'
