@@ -21,6 +21,7 @@ import shutil
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True     # no __pycache__ in the checkout
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import device  # noqa: E402
 

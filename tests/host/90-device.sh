@@ -27,6 +27,11 @@ py=/usr/bin/python3
 [[ -x $py ]] || py=python3
 export NO_COLOR=1
 unset OUT LD_LIBRARY_PATH FAKE_CUDA_DEVICES FAKE_CUDA_CORRUPT FAKE_NVSMI_GPUS
+# The runs' temporary directories go here, so that what they leave behind
+# can be counted while others use /tmp.
+export TMPDIR=$work/tmp
+mkdir -p "$TMPDIR"
+ntemp() { find "$TMPDIR" -mindepth 1 -maxdepth 1 | wc -l; }
 
 gpu_steps="facts-pci facts-nvidia-smi libcuda-status libcuda-verify-original libcuda-patch libcuda-verify-copy
 cuda-p2p cuda-dmabuf-export module-build module-load module-status module-dmabuf-probe module-unload
@@ -168,22 +173,21 @@ else:
 for n in ('module-build', 'module-load'):
     assert lines[n] == ('SKIP', 'no NVIDIA GPU in sysfs: nothing for the module to look at'), lines[n]
 r, why = lines['doctor']
-assert r == 'PASS' and 'libcuda layer OK: patched copy in /tmp/nvs-device.' in why, why
+assert r == 'PASS' and re.search(r'libcuda layer OK: patched copy in \S+/nvs-device\.\w+/patched is current', why), why
 v = [s for s in d['steps'] if s['name'] == 'libcuda-verify-copy'][0]['data']['attributes']
 assert v['124']['value'] == 1 and v['116']['value'] == 1, v
 assert '| 124 DMA_BUF_SUPPORTED | 0 | 1 |' in md and '| rewrite | 0x125a: 83ca40 -> 83ca60' in md, md[-2000:]
 " "$work/si"
 
 # The same again into the same directory: same results, nothing left over.
-before=$(ls -d /tmp/nvs-device.* 2>/dev/null | wc -l)
 cp "$work/device-stand-in.out" "$work/first.out"
 PATH=$standin:$PATH FAKE_CUDA_DEVICES=1 device device-twice "$work/si" "${standin_args[@]}"
-after=$(ls -d /tmp/nvs-device.* 2>/dev/null | wc -l)
+after=$(ntemp)
 check device-twice $((udmabuf ? 0 : 1)) "
-first = [re.sub(r'/tmp/nvs-device\.\w+|[0-9.]+ GB/s', 'X', l) for l in open('$work/first.out').read().splitlines() if re.match('^(PASS|FAIL|SKIP) ', l)]
-again = [re.sub(r'/tmp/nvs-device\.\w+|[0-9.]+ GB/s', 'X', l) for l in out.splitlines() if re.match('^(PASS|FAIL|SKIP) ', l)]
+first = [re.sub(r'nvs-device\.\w+|[0-9.]+ GB/s', 'X', l) for l in open('$work/first.out').read().splitlines() if re.match('^(PASS|FAIL|SKIP) ', l)]
+again = [re.sub(r'nvs-device\.\w+|[0-9.]+ GB/s', 'X', l) for l in out.splitlines() if re.match('^(PASS|FAIL|SKIP) ', l)]
 assert first == again, [(a, b) for a, b in zip(first, again) if a != b]
-assert $before == $after, 'temporary directories left: %d before, %d after' % ($before, $after)
+assert $after == 0, 'temporary directories left: %d' % $after
 " "$work/si"
 
 # Two GPUs, one corrupting direct path: the p2p step names the pair and offset.
@@ -266,7 +270,6 @@ assert \"the steps use the caller's NVS_BIN=$work/bin/nvsidecar\" in lines['buil
 
 # SIGTERM while a step waits: the run stops, says so, writes its reports
 # and removes its temporary directory.
-before=$(ls -d /tmp/nvs-device.* 2>/dev/null | wc -l)
 PATH=$work/hangs:$PATH "$run" --out "$work/term-out" >"$work/device-sigterm.out" 2>"$work/device-sigterm.err" &
 pid=$!
 for ((i = 0; i < 200; i++)); do
@@ -276,12 +279,12 @@ done
 kill -TERM "$pid"
 wait "$pid"
 rc=$?
-after=$(ls -d /tmp/nvs-device.* 2>/dev/null | wc -l)
+after=$(ntemp)
 check device-sigterm 1 "
 assert 'device run interrupted: stopped by a signal' in out, out[-400:]
 assert lines['facts-nvidia-smi'] == ('FAIL', 'interrupted by a signal while this step ran'), lines.get('facts-nvidia-smi')
 assert d['interrupted'] is True and d['exit_code'] == 1
-assert $before == $after, 'temporary directory left behind'
+assert $after == 0, 'temporary directory left behind: %d' % $after
 import subprocess
 left = subprocess.run(['pgrep', '-af', '$work/hangs/nvidia-smi'], stdout=subprocess.PIPE).stdout.decode()
 assert not left.strip(), 'the hung nvidia-smi survived: ' + left
