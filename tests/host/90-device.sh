@@ -262,6 +262,16 @@ assert $((SECONDS - t0)) < 60, 'took $((SECONDS - t0)) s'
 assert lines['doctor'][0] == 'PASS'
 " "$work/hangs-out"
 
+# The run's budget caps every command, and what comes after it is skipped.
+t0=$SECONDS
+PATH=$work/hangs:$PATH device device-budget "$work/budget-out" --budget 10
+check device-budget 1 "
+r, why = lines['facts-nvidia-smi']
+assert r == 'FAIL' and re.search(r'timed out after [1-7] s', why), why
+assert lines['doctor'] == ('SKIP', 'the run\'s 10 s budget is spent (the whole run must stay under 8 minutes)'), lines['doctor']
+assert $((SECONDS - t0)) < 40, 'took $((SECONDS - t0)) s'
+" "$work/budget-out"
+
 NVS_BIN=$work/bin/nvsidecar FAKE_CUDA_DEVICES=1 device device-option-missing "$work/opt-out" --p2p-lib "$fx/p2p/libcuda.so.1"
 check device-option-missing 1 "
 assert lines['cuda-p2p'] == ('FAIL', \"\`nvsidecar p2p' has no --iters (its --help does not list it): this helper lacks an option the device run needs\"), lines['cuda-p2p']
