@@ -502,7 +502,7 @@ def s_install(r, s):
     hdr = "linux-headers-" + os.uname().release
     c = r.run(["apt-get", "-o", "DPkg::Lock::Timeout=300", "install", "-y", "--no-install-recommends", hdr],
               "install", s, env=env)
-    return "installed %d packages%s" % (len(DEPS), "" if c.rc == 0 else "; %s is not available (the module steps will skip)" % hdr)
+    return "the %d build packages are installed%s" % (len(DEPS), "" if c.rc == 0 else "; %s is not available (the module steps will skip)" % hdr)
 
 
 def s_build(r, s):

@@ -54,7 +54,7 @@ device() {
 	rc=$?
 }
 
-# check NAME WANT_RC PYTHON: judges the last run. The python code sees the
+# check NAME WANT_RC PYTHON DIR: judges the last run (reports in DIR). The python code sees the
 # stdout as `out', the stderr as `err', the JSON report as `d' (None if it
 # is missing or broken), the Markdown report as `md', the step lines as
 # `lines' {step: (result, reason)} and `rdma_here', `udmabuf'; it fails
