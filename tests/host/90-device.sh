@@ -228,8 +228,9 @@ cat >"$work/fails/nvidia-smi" <<'EOF'
 echo "stand-in: no driver to talk to" >&2
 exit 9
 EOF
-cat >"$work/hangs/nvidia-smi" <<'EOF'
+cat >"$work/hangs/nvidia-smi" <<EOF
 #!/bin/sh
+touch "$work/hang.started"
 sleep 120
 EOF
 # a helper whose p2p lacks --iters, as an older or newer build might
@@ -282,8 +283,9 @@ assert \"the steps use the caller's NVS_BIN=$work/bin/nvsidecar\" in lines['buil
 # and removes its temporary directory.
 PATH=$work/hangs:$PATH "$run" --out "$work/term-out" >"$work/device-sigterm.out" 2>"$work/device-sigterm.err" &
 pid=$!
+rm -f "$work/hang.started"
 for ((i = 0; i < 200; i++)); do
-	pgrep -f "$work/hangs/nvidia-smi" >/dev/null && break
+	[[ -e $work/hang.started ]] && break
 	sleep 0.1
 done
 kill -TERM "$pid"
@@ -295,8 +297,13 @@ assert 'device run interrupted: stopped by a signal' in out, out[-400:]
 assert lines['facts-nvidia-smi'] == ('FAIL', 'interrupted by a signal while this step ran'), lines.get('facts-nvidia-smi')
 assert d['interrupted'] is True and d['exit_code'] == 1
 assert $after == 0, 'temporary directory left behind: %d' % $after
-import subprocess
-left = subprocess.run(['pgrep', '-af', '$work/hangs/nvidia-smi'], stdout=subprocess.PIPE).stdout.decode()
-assert not left.strip(), 'the hung nvidia-smi survived: ' + left
+left = []
+for p in os.listdir('/proc'):
+    try:
+        if p.isdigit() and '$work/hangs/nvidia-smi' in open('/proc/%s/cmdline' % p).read().replace('\\0', ' '):
+            left.append(p)
+    except OSError:
+        pass
+assert not left, 'the hung nvidia-smi survived: pid %s' % left
 " "$work/term-out"
 exit 0
