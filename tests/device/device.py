@@ -1065,7 +1065,11 @@ def rdma_setup(r, s):
         r.rxe = {"dev": real[0]["name"], "soft": real[0]["name"].startswith("rxe"), "made_here": False}
         return r.rxe
     why = None
-    if not r.kernel.get("root"):
+    if not r.pci and not r.driver:
+        # soft-RoCE changes the network configuration for a while: worth it
+        # only where there is GPU memory to register
+        why = "no RDMA device with an active port, and no NVIDIA GPU to set up soft-RoCE for"
+    elif not r.kernel.get("root"):
         why = "no RDMA device with an active port, and setting up soft-RoCE needs root"
     elif not shutil.which("rdma") or not shutil.which("ip"):
         why = "no RDMA device with an active port, and no `rdma'/`ip' (iproute2) to set up soft-RoCE"

@@ -38,9 +38,10 @@ cuda-p2p cuda-dmabuf-export module-build module-load module-status module-dmabuf
 rdma-host rdma-cuda-dmabuf"
 host_steps="build facts-kernel facts-topo doctor"
 
-# An RDMA device or soft-RoCE here would make the rdma steps run.
+# An RDMA device here would make the rdma steps run (soft-RoCE is set up
+# only where there is an NVIDIA GPU).
 rdma_here=0
-if ls /sys/class/infiniband/* >/dev/null 2>&1 || modinfo rdma_rxe >/dev/null 2>&1; then
+if [[ -n $(find /sys/class/infiniband -mindepth 1 -maxdepth 1 2>/dev/null) ]]; then
 	rdma_here=1
 fi
 udmabuf=0
