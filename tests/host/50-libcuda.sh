@@ -298,69 +298,81 @@ for c in "status --lib $fx/615/libcuda.so.615.71.09" "verify --lib $work/out-615
 	t_pass "libcuda-asan-${c%% *}"
 done
 
-# ---- the real NVIDIA binaries (Debian non-free libcuda1) -------------------
-cache=$NVS_BUILD/libcuda-debs
-apt_dir=$cache/apt
-mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
-cat >"$apt_dir/sources.list" <<'SRC'
-deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm non-free
-deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm-backports non-free
-SRC
-aptopts=(-o Dir::Etc::SourceList="$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
-	 -o Dir::State::Lists="$apt_dir/lists" -o Dir::Cache="$apt_dir/cache"
-	 -o APT::Architecture=amd64 -o Debug::NoLocking=1 -o APT::Sandbox::User=root)
-fetch() {	# fetch VERSION -> path of the extracted libcuda
-	local ver=$1 deb lib
-	lib=$cache/x-$ver/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.${ver%%-*}
-	[[ -f $lib ]] && { echo "$lib"; return 0; }
-	deb=$(ls "$cache"/libcuda1_"${ver/\~/%7e}"_amd64.deb "$cache"/libcuda1_"$ver"_amd64.deb 2>/dev/null | head -1)
-	if [[ -z $deb ]]; then
-		if [[ ! -f $apt_dir/updated ]]; then
-			apt-get "${aptopts[@]}" -q update >"$work/apt.log" 2>&1 || return 1
-			touch "$apt_dir/updated"
+# ---- the real NVIDIA binaries: every driver branch Debian carries ----------
+# Builds come from Debian's archive through a private apt configuration
+# (tests/libcuda/archive.sh; the system's apt setup is never touched) and are
+# cached outside the clone. Each row of tests/libcuda/real-builds.tsv was read
+# by hand with objdump; the analysis must match it byte for byte. A pinned
+# build the archive dropped is skipped with the reason; a branch with no build
+# left at all fails. The newest build of each branch that has no row yet is
+# put through the same life cycle without the table comparison.
+. "$top/tests/libcuda/archive.sh"
+table=$top/tests/libcuda/real-builds.tsv
+timings=$NVS_BUILD/libcuda-real-times.txt
+: >"$timings"
+declare -A tested=() branches=()
+real_libs=()
+jfield() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get(sys.argv[1]))' "$1"; }
+
+# real_build NAME LIB BRANCH PINNED: status against the table, patch, the
+# patched copy's status, in place and restore, and the library run with no
+# driver. PINNED=1 when a table row exists for LIB.
+real_build() {
+	local name=$1 lib=$2 branch=$3 pinned=$4 js rc v copy ip diffs want sha
+	sha=$(sha "$lib")
+	js=$("$bin" libcuda status --json --lib "$lib" 2>"$work/err")
+	rc=$?
+	v=$(jfield verdict <<<"$js" 2>/dev/null)
+	echo "$name $(jfield driver_version <<<"$js" 2>/dev/null) $v analysis $(jfield analysis_seconds <<<"$js" 2>/dev/null) s" |
+		tee -a "$timings"
+	tested[$branch]=$((${tested[$branch]:-0} + 1))
+	if ((pinned)); then
+		if out=$(python3 "$top/tests/libcuda/realcheck.py" "$table" "$sha" <<<"$js"); then
+			t_pass "$name-hand-read-table"
+		else
+			t_fail "$name-hand-read-table" "$(tr '\n' ';' <<<"$out")"
 		fi
-		(cd "$cache" && apt-get "${aptopts[@]}" -q download "libcuda1=$ver") >>"$work/apt.log" 2>&1 || return 1
-		deb=$(ls "$cache"/libcuda1_*"${ver%%-*}"*_amd64.deb | head -1)
 	fi
-	rm -rf "$cache/x-$ver"
-	dpkg -x "$deb" "$cache/x-$ver" && [[ -f $lib ]] && echo "$lib"
-}
-real() {	# real VERSION BRANCH116 INITSITE OR40 ORC0 COMPUTED_AND
-	local ver=$1 b116=$2 init=$3 or40=$4 orc0=$5 cand=$6 lib name copy
-	name=libcuda-real-${ver%%-*}
-	if ! lib=$(fetch "$ver"); then
-		t_fail "$name-download" "apt-get download libcuda1=$ver through the private sources list failed: $(tail -2 "$work/apt.log" | tr '\n' ' ')"
+	if [[ $v == unsupported-layout ]]; then
+		mkdir -p "$work/$name-refused"
+		"$bin" libcuda patch --lib "$lib" --out "$work/$name-refused" >/dev/null 2>"$work/err"
+		[[ $rc == 2 && $? == 2 && -z $(ls -A "$work/$name-refused") ]] && t_pass "$name-refused" ||
+			t_fail "$name-refused" "status rc $rc, patch wrote $(ls -A "$work/$name-refused")"
+		((pinned)) || t_skip "$name-hand-read-table" "not in tests/libcuda/real-builds.tsv and refused ($(jfield reason <<<"$js")); read it with tests/libcuda/handread.sh and add a row"
 		return
 	fi
-	t_pass "$name-download"
-	"$bin" libcuda status --lib "$lib" >"$work/$name.txt" 2>&1
-	status "$lib"
-	echo "---- $name: status"; cat "$work/$name.txt"
-	local fails=()
-	[[ $rc == 0 ]] || fails+=("exit $rc")
-	[[ $(verdict) == unpatched ]] || fails+=("verdict $(verdict)")
-	[[ $(field field <<<"$dump") == 0x3684 && $(field mask <<<"$dump") == 0x20 ]] || fails+=("capability $(field field <<<"$dump")/$(field mask <<<"$dump")")
-	[[ $(field branch116 <<<"$dump") == "$b116" ]] || fails+=("branch116 $(field branch116 <<<"$dump")")
-	[[ $(field global <<<"$dump") != 0x0 ]] || fails+=("no global GDR byte")
-	grep -qP "^rewrite\t$or40\tor edx, 0x40\tor edx, 0x60$" <<<"$dump" || fails+=("no or \$0x40 rewrite at $or40")
-	grep -qP "^rewrite\t$orc0\tor eax, 0xffffffc0\tor eax, 0xffffffe0$" <<<"$dump" || fails+=("no or \$0xc0 rewrite at $orc0")
-	grep -qP "^rewrite\t$cand\tand eax, 0xffffffdf\tor eax, 0x20$" <<<"$dump" || fails+=("no computed-store rewrite at $cand")
-	[[ $(grep -c '^rewrite' <<<"$dump") == 3 ]] || fails+=("$(grep -c '^rewrite' <<<"$dump") rewrites")
-	grep -q "known-versions table: matches" "$work/$name.txt" || fails+=("known table cross-check")
-	((${#fails[@]})) && t_fail "$name-status" "${fails[*]}" || t_pass "$name-status"
+	if [[ $rc != 0 || $v != unpatched ]]; then
+		t_fail "$name-status" "rc $rc, verdict $v: $(head -c 300 "$work/err")"
+		return
+	fi
+	((pinned)) || t_skip "$name-hand-read-table" "not in tests/libcuda/real-builds.tsv yet; read it with tests/libcuda/handread.sh and add a row"
+	real_libs+=("$lib")
 	copy=$work/$name-copy
 	mkdir -p "$copy"
 	if "$bin" libcuda patch --lib "$lib" --out "$copy" >/dev/null 2>"$work/err"; then
-		local diffs
-		diffs=$(cmp -l "$lib" "$copy/libcuda.so.${ver%%-*}" | wc -l)
-		status "$copy/libcuda.so.1"
-		[[ $(verdict) == patched && $diffs == 4 ]] && t_pass "$name-patched-copy" ||
-			t_fail "$name-patched-copy" "verdict $(verdict), $diffs bytes differ (want 4)"
-		echo "---- $name: status of the patched copy"
-		"$bin" libcuda status --lib "$copy/libcuda.so.1" | tail -4
+		want=$(python3 -c 'import json,sys
+n = 0
+for r in json.load(sys.stdin)["rewrites"]:
+    o, w = bytes.fromhex(r["old"]), bytes.fromhex(r["new"])
+    n += sum(a != b for a, b in zip(o, w))
+print(n)' <<<"$js")
+		diffs=$(cmp -l "$lib" "$copy/$(basename "$lib")" | wc -l)
+		js=$("$bin" libcuda status --json --lib "$copy/libcuda.so.1" 2>"$work/err")
+		[[ $(jfield verdict <<<"$js") == patched && $diffs == "$want" && $want -gt 0 ]] &&
+			t_pass "$name-patched-copy" ||
+			t_fail "$name-patched-copy" "copy verdict $(jfield verdict <<<"$js"), $diffs bytes differ (plan: $want)"
 	else
 		t_fail "$name-patched-copy" "$(cat "$work/err")"
 	fi
+	ip=$work/$name-inplace
+	mkdir -p "$ip"
+	cp "$lib" "$ip/"
+	"$bin" libcuda patch --in-place --lib "$ip/$(basename "$lib")" --state-dir "$work/$name-state" >/dev/null 2>"$work/err" &&
+		[[ $("$bin" libcuda status --dump --lib "$ip/$(basename "$lib")" --state-dir "$work/$name-state" 2>/dev/null | field verdict) == patched ]] &&
+		"$bin" libcuda restore --lib "$ip/$(basename "$lib")" --state-dir "$work/$name-state" >/dev/null 2>>"$work/err" &&
+		[[ $(sha "$ip/$(basename "$lib")") == "$sha" ]] && t_pass "$name-in-place-restore" ||
+		t_fail "$name-in-place-restore" "$(tail -c 300 "$work/err")"
+	rm -rf "$ip"
 	# The real library must fail cleanly in the child when there is no GPU. It is
 	# run under an empty private /dev: as root, libcuda creates /dev/nvidia* itself.
 	if ! unshare --mount --propagation private true 2>/dev/null; then
@@ -370,11 +382,78 @@ real() {	# real VERSION BRANCH116 INITSITE OR40 ORC0 COMPUTED_AND
 	unshare --mount --propagation private sh -c 'mount -t tmpfs nvs-empty-dev /dev && exec "$@"' sh \
 		"$bin" libcuda verify --lib "$copy" >"$work/v.out" 2>"$work/v.err"
 	rc=$?
-	if [[ $rc == 1 ]] && grep -q 'cuInit failed' "$work/v.err"; then
-		t_pass "$name-verify-no-driver"
-	else
+	[[ $rc == 1 ]] && grep -q 'cuInit failed' "$work/v.err" && t_pass "$name-verify-no-driver" ||
 		t_fail "$name-verify-no-driver" "rc $rc: $(cat "$work/v.err")"
-	fi
 }
-real 535.261.03-1 0x213547 0x42d410 0x42d419 0x42d43e 0x3cd99a
-real 535.216.03-2~bpo12+1 0x2135a7 0x42d620 0x42d629 0x42d64e 0x3cd9da
+
+if ! lc_archive_update; then
+	t_fail libcuda-real-archive "apt-get update through the private sources list ($lc_apt) failed and no earlier lists are cached: $(tail -2 "$lc_log" | tr '\n' ' ')"
+else
+	lc_archive_list >"$work/archive.txt"
+	declare -A pinned_deb=()
+	# pinned rows first: one available .deb per row
+	while IFS=$'\t' read -r -u 3 branch ver libsha _ _ _ _ _ _ debs; do
+		[[ $branch == \#* || -z $branch ]] && continue
+		branches[$branch]=1
+		lib= tried=
+		for d in ${debs//,/ }; do
+			pkg=${d%%=*} pv=${d#*=} pv=${pv%@*} dsha=${d##*@}
+			pinned_deb[$dsha]=1
+			[[ -n $lib ]] && continue
+			if grep -q " $dsha\$" "$work/archive.txt" || [[ -f $lc_cache/debs/${pkg}_${pv}_amd64.deb ]]; then
+				lib=$(lc_archive_fetch "$pkg" "$pv" "$dsha") || { lib=; tried="$tried $pkg=$pv (download failed)"; }
+			else
+				tried="$tried $pkg=$pv (not in the archive)"
+			fi
+		done
+		if [[ -z $lib ]]; then
+			t_skip "libcuda-real-$ver" "Debian no longer carries it:$tried"
+			continue
+		fi
+		if [[ $(sha "$lib") != "$libsha" ]]; then
+			t_fail "libcuda-real-$ver" "$lib has sha256 $(sha "$lib"), the table row says $libsha"
+			continue
+		fi
+		real_build "libcuda-real-$ver" "$lib" "$branch" 1
+	done 3<"$table"
+	# the newest build of every branch in the archive, when no row pins it
+	declare -A newest=()
+	while read -r pkg pv dsha; do
+		b=${pv#*:} b=${b%%.*}
+		branches[$b]=1
+		cur=${newest[$b]:-}
+		if [[ -z $cur ]] || dpkg --compare-versions "$pv" gt "$(cut -d' ' -f2 <<<"$cur")"; then
+			newest[$b]="$pkg $pv $dsha"
+		fi
+	done <"$work/archive.txt"
+	for b in "${!newest[@]}"; do
+		read -r pkg pv dsha <<<"${newest[$b]}"
+		[[ -n ${pinned_deb[$dsha]:-} ]] && continue
+		if ! lib=$(lc_archive_fetch "$pkg" "$pv" "$dsha"); then
+			t_fail "libcuda-real-$pkg-$pv" "download failed: $(tail -2 "$lc_log" | tr '\n' ' ')"
+			continue
+		fi
+		grep -q "$(sha "$lib")" "$table" && pin=1 || pin=0
+		real_build "libcuda-real-$pkg-$pv" "$lib" "$b" "$pin"
+	done
+	for b in $(printf '%s\n' "${!branches[@]}" | sort -n); do
+		((${tested[$b]:-0})) && t_pass "libcuda-real-branch-$b" ||
+			t_fail "libcuda-real-branch-$b" "no build of the $b branch could be found (archive or cache)"
+	done
+	# ---- mutation tests on the real builds --------------------------------
+	if ((${#real_libs[@]})); then
+		full=() rest=()
+		for l in "${real_libs[@]}"; do
+			case $l in *libcuda.so.525.*|*libcuda.so.535.261.03) full+=("$l") ;; *) rest+=("$l") ;; esac
+		done
+		t0=$SECONDS
+		{ ((${#full[@]})) && python3 "$top/tests/libcuda/mutate.py" --all-sites "$bin" "$table" "${full[@]}"
+		  ((${#rest[@]})) && python3 "$top/tests/libcuda/mutate.py" "$bin" "$table" "${rest[@]}"; } >"$work/mutate.log" 2>&1
+		grep -E ' (wrong|error|WRONG) |^mutants' "$work/mutate.log"
+		sums=$(awk '/^mutants/ { n += $2; r += $4; c += $7; w += $10; e += $12 } END { print n, r, c, w, e }' "$work/mutate.log" | tr -d ,)
+		read -r mn mr mc mw me <<<"$sums"
+		echo "mutants $mn: refused $mr, planned correctly $mc, planned wrongly $mw, errors $me ($((SECONDS - t0)) s)" | tee -a "$timings"
+		[[ ${mn:-0} -gt 0 && $mw == 0 && $me == 0 ]] && ! grep -q WRONG "$work/mutate.log" &&
+			t_pass libcuda-real-mutants || t_fail libcuda-real-mutants "$(grep -E ' (wrong|error|WRONG) ' "$work/mutate.log" | head -5 | tr '\n' ';')"
+	fi
+fi
