@@ -40,7 +40,7 @@ build() {	# build NAME VERSION CPPFLAGS...
 	local name=$1 ver=$2
 	shift 2
 	mkdir -p "$fx/$name"
-	gcc -shared -fPIC -O2 -Wall -Werror "$@" -Wl,-soname,libcuda.so.1 \
+	gcc -shared -fPIC -O2 -Wall -Werror "$@" -DNVS_FAKE_VERSION="\"$ver\"" -Wl,-soname,libcuda.so.1 \
 		-o "$fx/$name/libcuda.so.$ver" "$top/tests/libcuda/fake_gate.S" \
 		"$top/tests/libcuda/fake_driver.c"
 }
@@ -53,6 +53,12 @@ build ambiguous 555.42.04 -DSHAPE_AMBIGUOUS || ok=0
 build unprovable 555.42.05 -DSHAPE_UNPROVABLE || ok=0
 build big 590.48.01 -DSHAPE_590 -DPAD_MB=8 || ok=0
 build 615b 615.71.09 -DSHAPE_615 -DINIT_COPY=1 || ok=0
+build rmw 555.42.11 -DSHAPE_RMW || ok=0
+build noinit 555.42.12 -DSHAPE_NOINIT || ok=0
+build btr 555.42.13 -DSHAPE_BTR || ok=0
+build wide 555.42.14 -DSHAPE_WIDE || ok=0
+build memset 555.42.15 -DSHAPE_MEMSET || ok=0
+build repstos 555.42.16 -DSHAPE_REPSTOS || ok=0
 ((ok)) && t_pass libcuda-fixtures-build || { t_fail libcuda-fixtures-build "gcc/as could not build the fake libcudas"; exit 0; }
 
 # status --dump of a library: sets $dump and $rc
@@ -96,6 +102,19 @@ shape 590 0x5f14 1
 shape 615 0x8f1c 6
 shape computed 0x3684 3
 shape decoy 0x3684 3
+shape rmw 0x3684 2
+shape btr 0x3684 3
+
+# 525's initialiser: orb $0x40 to memory at the start of its routine -> orb $0x60
+rj=$("$bin" libcuda status --json --lib "$fx/rmw/libcuda.so.555.42.11")
+python3 -c 'import json,sys; r=json.load(sys.stdin)["rewrites"]
+sys.exit(not any(w["old"] == "808f8436000040" and w["new"] == "808f8436000060" for w in r))' <<<"$rj" &&
+	t_pass libcuda-rmw-initialiser || t_fail libcuda-rmw-initialiser "no orb \$0x40 -> orb \$0x60 rewrite: $(head -c 400 <<<"$rj")"
+# btr of the bit becomes bts (0f ba /6 -> /5)
+bj=$("$bin" libcuda status --json --lib "$fx/btr/libcuda.so.555.42.13")
+python3 -c 'import json,sys; r=json.load(sys.stdin)["rewrites"]
+sys.exit(not any(w["old"] == "0fbab78436000005" and w["new"] == "0fbaaf8436000005" for w in r))' <<<"$bj" &&
+	t_pass libcuda-btr-to-bts || t_fail libcuda-btr-to-bts "no btr -> bts rewrite: $(head -c 400 <<<"$bj")"
 
 # The decoy's look-alike byte (+0x3690) is never touched, the guard of another bit is kept.
 status "$fx/decoy/libcuda.so.555.42.03"
@@ -121,6 +140,17 @@ status "$fx/ambiguous/libcuda.so.555.42.04"
 status "$fx/unprovable/libcuda.so.555.42.05"
 [[ $rc == 2 && $(verdict) == unsupported-layout && $(field reason <<<"$dump") == *"no proven same-length rewrite"* ]] &&
 	t_pass libcuda-unprovable-refused || t_fail libcuda-unprovable-refused "rc $rc: $(field reason <<<"$dump")"
+refused() {	# refused NAME LIB PATTERN: exit 2, unsupported-layout, the reason says PATTERN, no plan
+	status "$2"
+	[[ $rc == 2 && $(verdict) == unsupported-layout && $(field reason <<<"$dump") == *"$3"* ]] &&
+		! grep -q '^rewrite' <<<"$dump" && t_pass "libcuda-$1-refused" ||
+		t_fail "libcuda-$1-refused" "rc $rc, verdict $(verdict): $(field reason <<<"$dump")"
+}
+# only the computed store could set the bit: not shown to run at init
+refused noinit "$fx/noinit/libcuda.so.555.42.12" "No initialiser"
+refused wide "$fx/wide/libcuda.so.555.42.14" "writes a computed value"
+refused memset "$fx/memset/libcuda.so.555.42.15" "memset at 0x"
+refused repstos "$fx/repstos/libcuda.so.555.42.16" "of the device structure"
 before=$(sha "$fx/unprovable/libcuda.so.555.42.05")
 "$bin" libcuda patch --lib "$fx/unprovable/libcuda.so.555.42.05" --out "$work" >/dev/null 2>"$work/err"
 rc=$?
@@ -195,6 +225,86 @@ v=$("$bin" libcuda verify --json --lib "$ip/libcuda.so.590.48.01")
 "$bin" libcuda patch --lib "$ip/libcuda.so.590.48.01" >/dev/null 2>"$work/err"
 [[ $? == 1 ]] && grep -q 'exactly one of --out' "$work/err" && t_pass libcuda-patch-needs-out ||
 	t_fail libcuda-patch-needs-out "$(cat "$work/err")"
+
+# ---- the driver version, from the library itself ---------------------------
+# A 590 library renamed to .555: the embedded version wins, the mismatch is
+# reported and recorded in the manifest.
+ren=$work/renamed
+mkdir -p "$ren" "$ren/out"
+cp "$fx/590/libcuda.so.590.48.01" "$ren/libcuda.so.555.99.01"
+vj=$("$bin" libcuda status --json --lib "$ren/libcuda.so.555.99.01" 2>/dev/null)
+python3 -c 'import json,sys; d=json.load(sys.stdin)
+sys.exit(not (d["driver_version"] == "590.48.01" and d["name_version"] == "555.99.01" and d["version_mismatch"]))' <<<"$vj" &&
+	t_pass libcuda-version-embedded || t_fail libcuda-version-embedded "$(head -c 300 <<<"$vj")"
+"$bin" libcuda patch --lib "$ren/libcuda.so.555.99.01" --out "$ren/out" >/dev/null 2>"$work/err"
+[[ $? == 0 && -f $ren/out/libcuda.so.590.48.01 && ! -e $ren/out/libcuda.so.555.99.01 ]] &&
+	grep -qP '^driver_version\t590.48.01$' "$ren/out/nvsidecar-libcuda.manifest" &&
+	grep -qP '^name_version\t555.99.01$' "$ren/out/nvsidecar-libcuda.manifest" &&
+	grep -q '^version_mismatch' "$ren/out/nvsidecar-libcuda.manifest" && grep -q '555.99.01.*590.48.01' "$work/err" &&
+	t_pass libcuda-version-mismatch-recorded ||
+	t_fail libcuda-version-mismatch-recorded "$(ls "$ren/out") $(cat "$work/err")"
+status "$fx/590/libcuda.so.590.48.01"
+[[ $(field version <<<"$dump") == 590.48.01 && -z $(field version_mismatch <<<"$dump") ]] &&
+	t_pass libcuda-version-agrees || t_fail libcuda-version-agrees "$dump"
+
+# ---- smaller points ----------------------------------------------------------
+# status on a FIFO (and a FIFO planted as a manifest) returns instead of hanging
+ff=$work/fifo
+mkdir -p "$ff"
+mkfifo "$ff/libcuda.so.1"
+timeout 20 "$bin" libcuda status --lib "$ff/libcuda.so.1" >/dev/null 2>"$work/err"
+rc=$?
+[[ $rc == 1 ]] && grep -q 'regular file' "$work/err" && t_pass libcuda-status-fifo ||
+	t_fail libcuda-status-fifo "rc $rc (124: hung): $(cat "$work/err")"
+cp "$fx/590/libcuda.so.590.48.01" "$ff/"
+mkfifo "$ff/nvsidecar-libcuda.manifest"
+timeout 20 "$bin" libcuda status --lib "$ff/libcuda.so.590.48.01" >/dev/null 2>&1
+rc=$?
+[[ $rc != 124 ]] && t_pass libcuda-status-fifo-manifest || t_fail libcuda-status-fifo-manifest "hung"
+
+# "N initialiser(s)": both initialisers of the 535 shape set by hand, the computed store not
+hp=$work/handpatched
+mkdir -p "$hp"
+cp "$fx/computed/libcuda.so.555.42.02" "$hp/"
+python3 -c 'import json, sys
+f = open(sys.argv[1], "r+b")
+for r in json.load(sys.stdin)["rewrites"]:
+    if r["from"].startswith("or "):
+        f.seek(int(r["offset"], 16))
+        f.write(bytes.fromhex(r["new"]))' "$hp/libcuda.so.555.42.02" <<<"$cj"
+status "$hp/libcuda.so.555.42.02"
+[[ $(verdict) == partially-patched && $(field reason <<<"$dump") == "2 initialiser(s) already set"* ]] &&
+	t_pass libcuda-initialiser-count || t_fail libcuda-initialiser-count "$(verdict): $(field reason <<<"$dump")"
+
+# re-patching into an output folder that holds another driver's copy replaces it
+sf=$work/stale-folder
+mkdir -p "$sf"
+"$bin" libcuda patch --lib "$fx/590/libcuda.so.590.48.01" --out "$sf" >/dev/null 2>&1
+"$bin" libcuda patch --lib "$fx/615/libcuda.so.615.71.09" --out "$sf" >/dev/null 2>"$work/err"
+[[ $? == 0 && $(ls "$sf") == $'libcuda.so\nlibcuda.so.1\nlibcuda.so.615.71.09\nnvsidecar-libcuda.manifest' ]] &&
+	t_pass libcuda-repatch-stale-folder || t_fail libcuda-repatch-stale-folder "left: $(ls "$sf" | tr '\n' ' ') $(cat "$work/err")"
+
+# a second --in-place patch says it is already done, and where the backup is
+ip2=$work/inplace2
+mkdir -p "$ip2"
+cp "$fx/590/libcuda.so.590.48.01" "$ip2/"
+"$bin" libcuda patch --in-place --lib "$ip2/libcuda.so.590.48.01" >/dev/null 2>&1
+"$bin" libcuda patch --in-place --lib "$ip2/libcuda.so.590.48.01" >"$work/log" 2>&1
+rc=$?
+[[ $rc == 0 ]] && grep -q 'already patched in place' "$work/log" && grep -q "backup-" "$work/log" &&
+	t_pass libcuda-in-place-twice || t_fail libcuda-in-place-twice "rc $rc: $(cat "$work/log")"
+
+# status --state-dir finds an in-place manifest kept elsewhere than the default,
+# and only the one about this path (other tests patched files of the same name)
+sd=$work/state-elsewhere
+ip3=$work/inplace3
+mkdir -p "$ip3"
+cp "$fx/590/libcuda.so.590.48.01" "$ip3/"
+"$bin" libcuda patch --in-place --lib "$ip3/libcuda.so.590.48.01" --state-dir "$sd" >/dev/null 2>&1
+d1=$("$bin" libcuda status --dump --lib "$ip3/libcuda.so.590.48.01" --state-dir "$sd" 2>/dev/null)
+d2=$("$bin" libcuda status --dump --lib "$ip3/libcuda.so.590.48.01" 2>/dev/null)
+grep -qP "^manifest\t$sd/inplace-libcuda.so.590.48.01-[0-9a-f]{12}.manifest\tcurrent" <<<"$d1" && ! grep -q '^manifest' <<<"$d2" &&
+	t_pass libcuda-status-state-dir || t_fail libcuda-status-state-dir "with: $(grep manifest <<<"$d1") without: $(grep manifest <<<"$d2")"
 
 # ---- bad input, under AddressSanitizer ------------------------------------
 asan=$NVS_BUILD/asan-libcuda
@@ -306,6 +416,10 @@ done
 # build the archive dropped is skipped with the reason; a branch with no build
 # left at all fails. The newest build of each branch that has no row yet is
 # put through the same life cycle without the table comparison.
+if [[ ${NVS_LIBCUDA_REAL:-1} == 0 ]]; then
+	t_skip libcuda-real "NVS_LIBCUDA_REAL=0: the real builds and their mutants were not run"
+	exit 0
+fi
 . "$top/tests/libcuda/archive.sh"
 table=$top/tests/libcuda/real-builds.tsv
 timings=$NVS_BUILD/libcuda-real-times.txt

@@ -15,6 +15,20 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#ifndef NVS_FAKE_VERSION
+#define NVS_FAKE_VERSION "0.0.0"
+#endif
+
+/*
+ * Real libcuda builds carry the driver version in the search path of the
+ * application profiles (the format of 535.261.03 and later); `status' reads
+ * it from there and checks it against the file name.
+ */
+__attribute__((used)) const char nvs_app_profile_path[] =
+	"/etc/nvidia/nvidia-application-profiles-rc:/etc/nvidia/nvidia-application-profiles-rc.d/:"
+	"/usr/share/nvidia/nvidia-application-profiles-" NVS_FAKE_VERSION "-rc:"
+	"/usr/share/nvidia/nvidia-application-profiles-rc";
+
 int cuDeviceGetAttribute(int *val, int attr, int dev);
 void nvs_fake_init(void);
 
