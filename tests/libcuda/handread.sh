@@ -14,6 +14,9 @@
 #   5  (with FIELD) every instruction with a displacement of FIELD, and every
 #      write with a displacement up to 7 below it (wider stores)
 #   6  (with FIELD) the code before every write to +FIELD (30 instructions)
+#   7  (with FIELD) memset/memcpy/memmove calls and rep stos/movs whose
+#      length is a constant (mov $N to %edx / %ecx just before) larger than
+#      FIELD, with the 12 instructions before each
 #
 # Jump-table entries: jt LIB TABLE ATTR prints TABLE + (int32 at TABLE+4*ATTR).
 set -eu
@@ -65,3 +68,26 @@ grep -E "[^0-9a-fx]$(printf '0x%x' $f)\(%" "$dis" | cut -f1,3 |
 		echo "-- $a"
 		sed -n "$((n > 30 ? n - 30 : 1)),$((n + 2))p" "$dis" | cut -f1,2,3
 	done
+step "7 constant-length bulk writes longer than $field"
+python3 - "$dis" "$f" <<'PY'
+import re, sys
+lines = [l for l in open(sys.argv[1]) if re.match(r'\s+[0-9a-f]+:\t', l)]
+field = int(sys.argv[2])
+for i, l in enumerate(lines):
+    t = l.split('\t')[-1]
+    if re.search(r'call +\w+ <(memset|memcpy|memmove)@plt>', t):
+        reg, unit = ('edx', 'rdx'), 1
+    elif re.match(r'rep stos|rep movs', t):
+        reg, unit = ('ecx', 'rcx'), 8 if re.search(r'stos %rax|movsq|stosq', t) else 4
+    else:
+        continue
+    for b in reversed(lines[max(0, i - 12):i]):
+        m = re.search(r'mov +\$0x([0-9a-f]+),%(\w+)$', b.strip())
+        if m and m.group(2) in reg:
+            if int(m.group(1), 16) * unit > field:
+                print('--', l.strip())
+                print(''.join(lines[max(0, i - 12):i + 1]), end='')
+            break
+        if re.search(r'(call|ret|jmp) ', b):
+            break
+PY

@@ -238,7 +238,7 @@ static void judge(csh cs, const struct look *l, int nl, const struct site *st, u
 	}
 	b->len = (uint64_t)len;
 	b->at = at;
-	snprintf(b->base, sizeof(b->base), "%s", r ? cs_reg_name(cs, r) : "?");
+	snprintf(b->base, sizeof(b->base), "%s", r ? cs_reg_name(cs, r) : "unknown");
 	if (r == X86_REG_RSP || r == X86_REG_RBP)
 		b->dest = LC_DEST_STACK;
 	*covers = at <= (int64_t)field && (int64_t)field < at + len;

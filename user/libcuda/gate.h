@@ -13,8 +13,10 @@
  * binary itself: cuDeviceGetAttribute -> relocated slot -> implementation
  * -> attribute dispatcher -> jump table -> the branches for attributes 116
  * and 124 -> the capability byte and mask they test. Then every store to
- * that byte is found, emulated and classified, and same-length rewrites are
- * planned so that no store can leave the bit clear.
+ * that byte, in any form, is found, emulated and classified, the
+ * initialisers are identified, and same-length rewrites are planned so
+ * that every initialiser sets the bit and no store can leave it clear;
+ * whatever cannot be shown is a refusal (ok false, the reason, no plan).
  */
 enum lc_effect {
 	LC_SETS,		/* the bit is set afterwards, always */
