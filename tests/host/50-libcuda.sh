@@ -59,6 +59,7 @@ build btr 555.42.13 -DSHAPE_BTR || ok=0
 build wide 555.42.14 -DSHAPE_WIDE || ok=0
 build memset 555.42.15 -DSHAPE_MEMSET || ok=0
 build repstos 555.42.16 -DSHAPE_REPSTOS || ok=0
+build nearptr 555.42.17 -DSHAPE_NEARPTR || ok=0
 ((ok)) && t_pass libcuda-fixtures-build || { t_fail libcuda-fixtures-build "gcc/as could not build the fake libcudas"; exit 0; }
 
 # status --dump of a library: sets $dump and $rc
@@ -151,6 +152,7 @@ refused noinit "$fx/noinit/libcuda.so.555.42.12" "No initialiser"
 refused wide "$fx/wide/libcuda.so.555.42.14" "writes a computed value"
 refused memset "$fx/memset/libcuda.so.555.42.15" "memset at 0x"
 refused repstos "$fx/repstos/libcuda.so.555.42.16" "of the device structure"
+refused nearptr "$fx/nearptr/libcuda.so.555.42.17" "below the capability byte"
 before=$(sha "$fx/unprovable/libcuda.so.555.42.05")
 "$bin" libcuda patch --lib "$fx/unprovable/libcuda.so.555.42.05" --out "$work" >/dev/null 2>"$work/err"
 rc=$?

@@ -18,6 +18,8 @@
  *   SHAPE_MEMSET     535 shape plus a memset of the device structure
  *                    (through the pointer that tests the byte): refused
  *   SHAPE_REPSTOS    the same with rep stosq: refused
+ *   SHAPE_NEARPTR    535 shape plus a pointer to the dword below the byte
+ *                    and a qword store through it: refused
  * INIT_COPY picks which initialiser cuInit runs (SHAPE_615: 0, 1 or 2), as
  * the real driver runs only the copy for the GPU's family.
  */
@@ -411,6 +413,18 @@ wipe_dev:
 1:	ret
 	.cfi_endproc
 	.size	wipe_dev, .-wipe_dev
+#endif
+
+#ifdef SHAPE_NEARPTR
+	/* a pointer to a field just below the byte, and a store through it */
+	.type	near_clear, @function
+near_clear:
+	.cfi_startproc
+	leaq	FIELD-4(%rdi), %rax
+	movq	$0, (%rax)
+	ret
+	.cfi_endproc
+	.size	near_clear, .-near_clear
 #endif
 
 /* Called by the C part's cuInit: set the device up like a GeForce. */

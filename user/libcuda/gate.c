@@ -538,6 +538,58 @@ static bool hidden_store(struct ctx *c, uint64_t hit, uint64_t field, char *alt,
 }
 
 /*
+ * A lea of a field just below the byte makes a pointer from which a small
+ * displacement reaches it. Its uses are followed in the straight code
+ * after it, until the register is overwritten or the code branches: a
+ * store through it that covers the byte is reported in why (returns
+ * true). A pointer that is copied away or passed on is not followed (see
+ * docs/libcuda.md, Limits): in the builds read, such pointers serve a lock
+ * cmpxchg of their own 8-byte field, or are stored into a request record.
+ */
+static unsigned int family(unsigned int r);
+
+static bool near_pointer(struct ctx *c, uint64_t a, unsigned int r, int64_t at, char *why, size_t len)
+{
+	uint64_t field = c->g->field;
+
+	for (int k = 0; k < 32 && decode(c, a, NULL, 0); ++k, a += c->insn->size) {
+		const cs_insn *i = c->insn;
+		const cs_x86 *x = &i->detail->x86;
+		cs_regs rr, ww;
+		uint8_t nr, nw;
+		bool reads = false, writes = false;
+
+		if (cs_regs_access(c->cs, i, rr, &nr, ww, &nw)) {
+			snprintf(why, len, "its use at 0x%" PRIx64 " cannot be decoded", a);
+			return true;
+		}
+		for (int n = 0; n < nr; ++n)
+			reads |= family(rr[n]) == r;
+		for (int n = 0; n < nw; ++n)
+			writes |= family(ww[n]) == r;
+		for (int o = 0; o < x->op_count; ++o) {
+			const cs_x86_op *op = &x->operands[o];
+
+			if (op->type != X86_OP_MEM || family(op->mem.base) != r)
+				continue;
+			if ((op->access & CS_AC_WRITE) && !read_only(i->id) &&
+			    (op->mem.index != X86_REG_INVALID ||
+			     (at + op->mem.disp <= (int64_t)field &&
+			      (int64_t)field < at + op->mem.disp + (op->size ? op->size : 64)))) {
+				snprintf(why, len, "the store at 0x%" PRIx64 " through it (%s %s) may cover the byte", a,
+					 i->mnemonic, i->op_str);
+				return true;
+			}
+		}
+		if (writes && !reads)
+			return false;	/* overwritten: the pointer is dead */
+		if (i->id == X86_INS_RET || i->id == X86_INS_CALL || i->id == X86_INS_JMP || is_jcc(i->id))
+			return false;	/* leaves straight code; the register is then not tracked */
+	}
+	return false;
+}
+
+/*
  * Every four-byte value in the executable segments between field-63 and
  * field is a candidate displacement. Each one is decoded from the start of
  * its function (unwind information) and must turn out to be an operand:
@@ -607,6 +659,16 @@ static int scan_stores(struct ctx *c)
 				if (i->id == X86_INS_LEA) {
 					if ((uint64_t)dd == g->field && add_store(g, i, true, NULL))
 						return refuse(g, "Out of memory");
+					if ((uint64_t)dd < g->field) {
+						char why[200];
+						uint64_t at = cur + i->size;
+						unsigned int r = family(x->operands[0].reg);
+
+						if (near_pointer(c, at, r, dd, why, sizeof(why)))
+							return refuse(g, "A pointer to +0x%" PRIx64 ", %" PRIu64 " byte(s) below the capability byte, is made at 0x%" PRIx64 " and %s",
+								      (uint64_t)dd, g->field - (uint64_t)dd, cur, why);
+						decode(c, cur, NULL, 0);	/* i again */
+					}
 				} else if ((op->access & CS_AC_WRITE) && !read_only(i->id) &&
 					   (uint64_t)dd <= g->field &&
 					   (g->field < (uint64_t)dd + op->size || !op->size)) {
