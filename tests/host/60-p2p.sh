@@ -175,10 +175,24 @@ check topo-garbage-dump 2 'assert "no devices with config space" in err and out 
 run topo --pci-dump "$topo/binary.dump"
 check topo-binary-dump 2 'assert "is not lspci output" in err, err'
 run topo --pci-dump "$work/missing.dump"
-check topo-missing-dump 2 'assert "Unable to open PCI dump" in err and "No such file" in err, err'
+check topo-missing-dump 2 'assert "PCI dump: Unable to open" in err and "No such file" in err, err'
 # a path that opens but cannot be read (root may read any file)
 run topo --pci-dump "$work"
-check topo-unreadable-dump 2 'assert "Unable to read PCI dump" in err and "Is a directory" in err, err'
+check topo-unreadable-dump 2 'assert "PCI dump:" in err and "is a directory" in err, err'
+# read once: a pipe or <(ssh node lspci -xxxx) is judged like the file
+run topo --json --pci-dump <(cat "$topo/5090-rebar256.dump")
+check topo-dump-pipe 1 'assert any(x["id"] == "rebar-small" for x in d["findings"]), d["findings"]'
+run topo --pci-dump - <"$topo/5090-rebar256.dump"
+check topo-dump-stdin 1 'assert "rebar-small" in out, out'
+# bounded and never hanging: a device, and a FIFO with no writer
+run topo --pci-dump /dev/zero
+check topo-dump-dev-zero 2 'assert "character device" in err, err'
+mkfifo "$work/fifo"
+timeout 10 "$bin" topo --pci-dump "$work/fifo" >"$work/out" 2>"$work/err"
+rc=$?
+check topo-dump-fifo 2 'assert "no devices with config space" in err, err'
+run topo --json --pci-dump "$work/missing.dump"
+check topo-json-error 2 'assert d["ok"] is False and d["exit"] == 2 and "missing.dump" in d["error"], out'
 run topo --gpu-ids zz:1
 check topo-bad-ids 2 'assert "Invalid --gpu-ids" in err, err'
 run topo --bogus
