@@ -376,6 +376,69 @@ else
 	grep -qx -- --timeout <<<"$(complete_words nvsidecar events --t)" || ok=0
 	[[ -z $(complete_words nvsidecar thermal --duration '') ]] || ok=0
 	if ((ok)); then t_pass cli-completion; else t_fail cli-completion "missing subcommands or options"; fi
+
+	# Every subcommand of the dispatcher, and every option its --help lists
+	# (for libcuda and dmabuf, of each action), is completed.
+	# help_opts ARGS...: the options a --help lists (usage lines, option lines).
+	help_opts() {
+		"$bin" "$@" --help 2>/dev/null | python3 -c '
+import re, sys
+opts = set()
+for line in sys.stdin:
+    if line.startswith("Usage:") or re.match(r"^ +\[", line) or re.match(r"^ +(\w+ )+\[", line):
+        opts.update(re.findall(r"--[a-z][a-z-]*", line))
+    else:
+        m = re.match(r"^ +(--[a-z][a-z-]*)", line)
+        if m:
+            opts.add(m.group(1))
+print("\n".join(sorted(opts)))'
+	}
+	missing= nopts=0
+	subs=$(complete_words nvsidecar '')
+	for sub in $(sed -n 's/^\t{ "\([a-z0-9-]*\)", .*/\1/p' "$NVS_TOP/user/cmd/nvsidecar.c"); do
+		grep -qx -- "$sub" <<<"$subs" || missing+=" $sub"
+		case $sub in
+		libcuda) acts="status patch verify restore env" ;;
+		dmabuf) acts="probe" ;;
+		*) acts="" ;;
+		esac
+		for act in ${acts:--}; do
+			[[ $act == - ]] && act=
+			# shellcheck disable=SC2086 # no action is no word
+			offered=$(complete_words nvsidecar "$sub" $act --)
+			# shellcheck disable=SC2086
+			for o in $(help_opts "$sub" $act); do
+				nopts=$((nopts + 1))
+				grep -qx -- "$o" <<<"$offered" || missing+=" $sub${act:+ $act}:$o"
+			done
+		done
+	done
+	if [[ -z $missing ]] && ((nopts > 60)); then
+		t_pass cli-completion-every-option
+	else
+		t_fail cli-completion-every-option "$nopts options in the --help texts; not completed:$missing"
+	fi
+
+	# File and directory names where a path is expected.
+	mkdir -p "$work/comp/dir-a"
+	: >"$work/comp/nccl-run1.log"
+	ok=1
+	for words in "nccl-check $work/comp/nccl" "nccl-check --json $work/comp/nccl" "topo --pci-dump $work/comp/nc" \
+		"p2p --nccl-log $work/comp/nc" "thermal --record $work/comp/nc" "doctor --pci-dump $work/comp/nc" \
+		"libcuda status --lib $work/comp/nc"; do
+		# shellcheck disable=SC2086 # the words are the point
+		grep -qx "$work/comp/nccl-run1.log" <<<"$(complete_words nvsidecar $words)" || { ok=0; bad="$words"; }
+	done
+	grep -qx "$work/comp/dir-a" <<<"$(complete_words nvsidecar libcuda patch --out "$work/comp/d")" || { ok=0; bad=--out; }
+	grep -qx -- "p2p,gdr" <<<"$(complete_words nvsidecar nccl-check --expect p2p,g)" || { ok=0; bad=--expect; }
+	grep -qx dma-heap <<<"$(complete_words nvsidecar dmabuf probe --source d)" || { ok=0; bad=--source; }
+	if ((ok)); then t_pass cli-completion-files; else t_fail cli-completion-files "no file names for: ${bad:-}"; fi
+	# bash falls back to file names where the function has nothing to offer
+	if bash -c '. "$1"; complete -p nvsidecar' _ "$comp" | grep -q -- '-o default'; then
+		t_pass cli-completion-default-files
+	else
+		t_fail cli-completion-default-files "complete -p lacks -o default"
+	fi
 fi
 
 # --- the same CLI cases under valgrind -------------------------------------
