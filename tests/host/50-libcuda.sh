@@ -40,7 +40,7 @@ build() {	# build NAME VERSION CPPFLAGS...
 	local name=$1 ver=$2
 	shift 2
 	mkdir -p "$fx/$name"
-	gcc -shared -fPIC -O2 -Wall -Werror "$@" -Wl,-soname,libcuda.so.1 \
+	gcc -shared -fPIC -O2 -Wall -Werror "$@" -DNVS_FAKE_VERSION="\"$ver\"" -Wl,-soname,libcuda.so.1 \
 		-o "$fx/$name/libcuda.so.$ver" "$top/tests/libcuda/fake_gate.S" \
 		"$top/tests/libcuda/fake_driver.c"
 }
@@ -53,6 +53,13 @@ build ambiguous 555.42.04 -DSHAPE_AMBIGUOUS || ok=0
 build unprovable 555.42.05 -DSHAPE_UNPROVABLE || ok=0
 build big 590.48.01 -DSHAPE_590 -DPAD_MB=8 || ok=0
 build 615b 615.71.09 -DSHAPE_615 -DINIT_COPY=1 || ok=0
+build rmw 555.42.11 -DSHAPE_RMW || ok=0
+build noinit 555.42.12 -DSHAPE_NOINIT || ok=0
+build btr 555.42.13 -DSHAPE_BTR || ok=0
+build wide 555.42.14 -DSHAPE_WIDE || ok=0
+build memset 555.42.15 -DSHAPE_MEMSET || ok=0
+build repstos 555.42.16 -DSHAPE_REPSTOS || ok=0
+build nearptr 555.42.17 -DSHAPE_NEARPTR || ok=0
 ((ok)) && t_pass libcuda-fixtures-build || { t_fail libcuda-fixtures-build "gcc/as could not build the fake libcudas"; exit 0; }
 
 # status --dump of a library: sets $dump and $rc
@@ -96,6 +103,19 @@ shape 590 0x5f14 1
 shape 615 0x8f1c 6
 shape computed 0x3684 3
 shape decoy 0x3684 3
+shape rmw 0x3684 2
+shape btr 0x3684 3
+
+# 525's initialiser: orb $0x40 to memory at the start of its routine -> orb $0x60
+rj=$("$bin" libcuda status --json --lib "$fx/rmw/libcuda.so.555.42.11")
+python3 -c 'import json,sys; r=json.load(sys.stdin)["rewrites"]
+sys.exit(not any(w["old"] == "808f8436000040" and w["new"] == "808f8436000060" for w in r))' <<<"$rj" &&
+	t_pass libcuda-rmw-initialiser || t_fail libcuda-rmw-initialiser "no orb \$0x40 -> orb \$0x60 rewrite: $(head -c 400 <<<"$rj")"
+# btr of the bit becomes bts (0f ba /6 -> /5)
+bj=$("$bin" libcuda status --json --lib "$fx/btr/libcuda.so.555.42.13")
+python3 -c 'import json,sys; r=json.load(sys.stdin)["rewrites"]
+sys.exit(not any(w["old"] == "0fbab78436000005" and w["new"] == "0fbaaf8436000005" for w in r))' <<<"$bj" &&
+	t_pass libcuda-btr-to-bts || t_fail libcuda-btr-to-bts "no btr -> bts rewrite: $(head -c 400 <<<"$bj")"
 
 # The decoy's look-alike byte (+0x3690) is never touched, the guard of another bit is kept.
 status "$fx/decoy/libcuda.so.555.42.03"
@@ -121,6 +141,18 @@ status "$fx/ambiguous/libcuda.so.555.42.04"
 status "$fx/unprovable/libcuda.so.555.42.05"
 [[ $rc == 7 && $(verdict) == unsupported-layout && $(field reason <<<"$dump") == *"no proven same-length rewrite"* ]] &&
 	t_pass libcuda-unprovable-refused || t_fail libcuda-unprovable-refused "rc $rc: $(field reason <<<"$dump")"
+refused() {	# refused NAME LIB PATTERN: exit 2, unsupported-layout, the reason says PATTERN, no plan
+	status "$2"
+	[[ $rc == 7 && $(verdict) == unsupported-layout && $(field reason <<<"$dump") == *"$3"* ]] &&
+		! grep -q '^rewrite' <<<"$dump" && t_pass "libcuda-$1-refused" ||
+		t_fail "libcuda-$1-refused" "rc $rc, verdict $(verdict): $(field reason <<<"$dump")"
+}
+# only the computed store could set the bit: not shown to run at init
+refused noinit "$fx/noinit/libcuda.so.555.42.12" "No initialiser"
+refused wide "$fx/wide/libcuda.so.555.42.14" "writes a computed value"
+refused memset "$fx/memset/libcuda.so.555.42.15" "memset at 0x"
+refused repstos "$fx/repstos/libcuda.so.555.42.16" "of the device structure"
+refused nearptr "$fx/nearptr/libcuda.so.555.42.17" "below the capability byte"
 before=$(sha "$fx/unprovable/libcuda.so.555.42.05")
 "$bin" libcuda patch --lib "$fx/unprovable/libcuda.so.555.42.05" --out "$work" >/dev/null 2>"$work/err"
 rc=$?
@@ -196,6 +228,86 @@ v=$("$bin" libcuda verify --json --lib "$ip/libcuda.so.590.48.01")
 [[ $? == 2 ]] && grep -q 'exactly one of --out' "$work/err" && t_pass libcuda-patch-needs-out ||
 	t_fail libcuda-patch-needs-out "$(cat "$work/err")"
 
+# ---- the driver version, from the library itself ---------------------------
+# A 590 library renamed to .555: the embedded version wins, the mismatch is
+# reported and recorded in the manifest.
+ren=$work/renamed
+mkdir -p "$ren" "$ren/out"
+cp "$fx/590/libcuda.so.590.48.01" "$ren/libcuda.so.555.99.01"
+vj=$("$bin" libcuda status --json --lib "$ren/libcuda.so.555.99.01" 2>/dev/null)
+python3 -c 'import json,sys; d=json.load(sys.stdin)
+sys.exit(not (d["driver_version"] == "590.48.01" and d["name_version"] == "555.99.01" and d["version_mismatch"]))' <<<"$vj" &&
+	t_pass libcuda-version-embedded || t_fail libcuda-version-embedded "$(head -c 300 <<<"$vj")"
+"$bin" libcuda patch --lib "$ren/libcuda.so.555.99.01" --out "$ren/out" >/dev/null 2>"$work/err"
+[[ $? == 0 && -f $ren/out/libcuda.so.590.48.01 && ! -e $ren/out/libcuda.so.555.99.01 ]] &&
+	grep -qP '^driver_version\t590.48.01$' "$ren/out/nvsidecar-libcuda.manifest" &&
+	grep -qP '^name_version\t555.99.01$' "$ren/out/nvsidecar-libcuda.manifest" &&
+	grep -q '^version_mismatch' "$ren/out/nvsidecar-libcuda.manifest" && grep -q '555.99.01.*590.48.01' "$work/err" &&
+	t_pass libcuda-version-mismatch-recorded ||
+	t_fail libcuda-version-mismatch-recorded "$(ls "$ren/out") $(cat "$work/err")"
+status "$fx/590/libcuda.so.590.48.01"
+[[ $(field version <<<"$dump") == 590.48.01 && -z $(field version_mismatch <<<"$dump") ]] &&
+	t_pass libcuda-version-agrees || t_fail libcuda-version-agrees "$dump"
+
+# ---- smaller points ----------------------------------------------------------
+# status on a FIFO (and a FIFO planted as a manifest) returns instead of hanging
+ff=$work/fifo
+mkdir -p "$ff"
+mkfifo "$ff/libcuda.so.1"
+timeout 20 "$bin" libcuda status --lib "$ff/libcuda.so.1" >/dev/null 2>"$work/err"
+rc=$?
+[[ $rc == 2 ]] && grep -q 'regular file' "$work/err" && t_pass libcuda-status-fifo ||
+	t_fail libcuda-status-fifo "rc $rc (124: hung): $(cat "$work/err")"
+cp "$fx/590/libcuda.so.590.48.01" "$ff/"
+mkfifo "$ff/nvsidecar-libcuda.manifest"
+timeout 20 "$bin" libcuda status --lib "$ff/libcuda.so.590.48.01" >/dev/null 2>&1
+rc=$?
+[[ $rc != 124 ]] && t_pass libcuda-status-fifo-manifest || t_fail libcuda-status-fifo-manifest "hung"
+
+# "N initialiser(s)": both initialisers of the 535 shape set by hand, the computed store not
+hp=$work/handpatched
+mkdir -p "$hp"
+cp "$fx/computed/libcuda.so.555.42.02" "$hp/"
+python3 -c 'import json, sys
+f = open(sys.argv[1], "r+b")
+for r in json.load(sys.stdin)["rewrites"]:
+    if r["from"].startswith("or "):
+        f.seek(int(r["offset"], 16))
+        f.write(bytes.fromhex(r["new"]))' "$hp/libcuda.so.555.42.02" <<<"$cj"
+status "$hp/libcuda.so.555.42.02"
+[[ $(verdict) == partially-patched && $(field reason <<<"$dump") == "2 initialiser(s) already set"* ]] &&
+	t_pass libcuda-initialiser-count || t_fail libcuda-initialiser-count "$(verdict): $(field reason <<<"$dump")"
+
+# re-patching into an output folder that holds another driver's copy replaces it
+sf=$work/stale-folder
+mkdir -p "$sf"
+"$bin" libcuda patch --lib "$fx/590/libcuda.so.590.48.01" --out "$sf" >/dev/null 2>&1
+"$bin" libcuda patch --lib "$fx/615/libcuda.so.615.71.09" --out "$sf" >/dev/null 2>"$work/err"
+[[ $? == 0 && $(ls "$sf") == $'libcuda.so\nlibcuda.so.1\nlibcuda.so.615.71.09\nnvsidecar-libcuda.manifest' ]] &&
+	t_pass libcuda-repatch-stale-folder || t_fail libcuda-repatch-stale-folder "left: $(ls "$sf" | tr '\n' ' ') $(cat "$work/err")"
+
+# a second --in-place patch says it is already done, and where the backup is
+ip2=$work/inplace2
+mkdir -p "$ip2"
+cp "$fx/590/libcuda.so.590.48.01" "$ip2/"
+"$bin" libcuda patch --in-place --lib "$ip2/libcuda.so.590.48.01" >/dev/null 2>&1
+"$bin" libcuda patch --in-place --lib "$ip2/libcuda.so.590.48.01" >"$work/log" 2>&1
+rc=$?
+[[ $rc == 0 ]] && grep -q 'already patched in place' "$work/log" && grep -q "backup-" "$work/log" &&
+	t_pass libcuda-in-place-twice || t_fail libcuda-in-place-twice "rc $rc: $(cat "$work/log")"
+
+# status --state-dir finds an in-place manifest kept elsewhere than the default,
+# and only the one about this path (other tests patched files of the same name)
+sd=$work/state-elsewhere
+ip3=$work/inplace3
+mkdir -p "$ip3"
+cp "$fx/590/libcuda.so.590.48.01" "$ip3/"
+"$bin" libcuda patch --in-place --lib "$ip3/libcuda.so.590.48.01" --state-dir "$sd" >/dev/null 2>&1
+d1=$("$bin" libcuda status --dump --lib "$ip3/libcuda.so.590.48.01" --state-dir "$sd" 2>/dev/null)
+d2=$("$bin" libcuda status --dump --lib "$ip3/libcuda.so.590.48.01" 2>/dev/null)
+grep -qP "^manifest\t$sd/inplace-libcuda.so.590.48.01-[0-9a-f]{12}.manifest\tcurrent" <<<"$d1" && ! grep -q '^manifest' <<<"$d2" &&
+	t_pass libcuda-status-state-dir || t_fail libcuda-status-state-dir "with: $(grep manifest <<<"$d1") without: $(grep manifest <<<"$d2")"
+
 # ---- bad input, under AddressSanitizer ------------------------------------
 asan=$NVS_BUILD/asan-libcuda
 if make -C "$top/user" O="$asan" ASAN=1 -j2 >"$work/asan.log" 2>&1; then
@@ -217,6 +329,26 @@ bad() {	# bad NAME WANT_RC PATTERN CMD... : clear message, exit code, no sanitiz
 		t_fail "libcuda-bad-$name" "rc $rc (want $want): $(head -c 400 "$work/bad.err")"
 	fi
 }
+# lc_health_check(), the call `doctor' uses, built against the sanitized engine
+hbin=$work/health-test
+if [[ -f $asan/libcuda/health.o ]] &&
+   gcc -fsanitize=address,undefined -I"$top/user" -o "$hbin" "$top/tests/libcuda/health-test.c" \
+	"$asan"/libcuda/{health,report,gate,bulk,emu,elf,sha256,manifest,known}.o "$asan/common/io.o" \
+	$(pkg-config --libs capstone unicorn libelf) -lm -lpthread 2>"$work/err"; then
+	health() { "$hbin" "$@" 2>"$work/herr"; }
+	hfield() { cut -f"$1" <<<"$2"; }
+	h1=$(health "$fx/590/libcuda.so.590.48.01")
+	h2=$(health "$work/out-590")
+	h3=$(NVS_NVIDIA_VERSION_FILE=$work/version health "$work/out-615")
+	h4=$(health "$fx/ambiguous/libcuda.so.555.42.04")
+	h5=$(health "$work/nonexistent.so")
+	got="$(hfield 2 "$h1") $(hfield 2 "$h2") $(hfield 2 "$h3")/$(hfield 7 "$h3") $(hfield 2 "$h4") $(hfield 2 "$h5")"
+	[[ $got == "closed open stale/1 refused error" && $(hfield 4 "$h1") == 590.48.01 ]] &&
+		! grep -q Sanitizer "$work/herr" && t_pass libcuda-health-api ||
+		t_fail libcuda-health-api "got '$got' (want 'closed open stale/1 refused error'): $h3 $(head -c 300 "$work/herr")"
+else
+	t_fail libcuda-health-api "could not build tests/libcuda/health-test.c: $(tail -3 "$work/err")"
+fi
 printf 'This is not an ELF file at all, just text longer than an ELF header would be.\n' >"$work/text.so"
 bad non-elf 2 "Not an ELF file" "$abin" libcuda status --lib "$work/text.so"
 head -c 3000 "$fx/590/libcuda.so.590.48.01" >"$work/trunc.so"
@@ -298,69 +430,85 @@ for c in "status --lib $fx/615/libcuda.so.615.71.09" "verify --lib $work/out-615
 	t_pass "libcuda-asan-${c%% *}"
 done
 
-# ---- the real NVIDIA binaries (Debian non-free libcuda1) -------------------
-cache=$NVS_BUILD/libcuda-debs
-apt_dir=$cache/apt
-mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
-cat >"$apt_dir/sources.list" <<'SRC'
-deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm non-free
-deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm-backports non-free
-SRC
-aptopts=(-o Dir::Etc::SourceList="$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
-	 -o Dir::State::Lists="$apt_dir/lists" -o Dir::Cache="$apt_dir/cache"
-	 -o APT::Architecture=amd64 -o Debug::NoLocking=1 -o APT::Sandbox::User=root)
-fetch() {	# fetch VERSION -> path of the extracted libcuda
-	local ver=$1 deb lib
-	lib=$cache/x-$ver/usr/lib/x86_64-linux-gnu/nvidia/current/libcuda.so.${ver%%-*}
-	[[ -f $lib ]] && { echo "$lib"; return 0; }
-	deb=$(ls "$cache"/libcuda1_"${ver/\~/%7e}"_amd64.deb "$cache"/libcuda1_"$ver"_amd64.deb 2>/dev/null | head -1)
-	if [[ -z $deb ]]; then
-		if [[ ! -f $apt_dir/updated ]]; then
-			apt-get "${aptopts[@]}" -q update >"$work/apt.log" 2>&1 || return 1
-			touch "$apt_dir/updated"
+# ---- the real NVIDIA binaries: every driver branch Debian carries ----------
+# Builds come from Debian's archive through a private apt configuration
+# (tests/libcuda/archive.sh; the system's apt setup is never touched) and are
+# cached outside the clone. Each row of tests/libcuda/real-builds.tsv was read
+# by hand with objdump; the analysis must match it byte for byte. A pinned
+# build the archive dropped is skipped with the reason; a branch with no build
+# left at all fails. The newest build of each branch that has no row yet is
+# put through the same life cycle without the table comparison.
+if [[ ${NVS_LIBCUDA_REAL:-1} == 0 ]]; then
+	t_skip libcuda-real "NVS_LIBCUDA_REAL=0: the real builds and their mutants were not run"
+	exit 0
+fi
+. "$top/tests/libcuda/archive.sh"
+table=$top/tests/libcuda/real-builds.tsv
+timings=$NVS_BUILD/libcuda-real-times.txt
+: >"$timings"
+declare -A tested=() branches=()
+real_libs=()
+jfield() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get(sys.argv[1]))' "$1"; }
+
+# real_build NAME LIB BRANCH PINNED: status against the table, patch, the
+# patched copy's status, in place and restore, and the library run with no
+# driver. PINNED=1 when a table row exists for LIB.
+real_build() {
+	local name=$1 lib=$2 branch=$3 pinned=$4 js rc v copy ip diffs want sha
+	sha=$(sha "$lib")
+	js=$("$bin" libcuda status --json --lib "$lib" 2>"$work/err")
+	rc=$?
+	v=$(jfield verdict <<<"$js" 2>/dev/null)
+	echo "$name $(jfield driver_version <<<"$js" 2>/dev/null) $v analysis $(jfield analysis_seconds <<<"$js" 2>/dev/null) s" |
+		tee -a "$timings"
+	tested[$branch]=$((${tested[$branch]:-0} + 1))
+	if ((pinned)); then
+		if out=$(python3 "$top/tests/libcuda/realcheck.py" "$table" "$sha" <<<"$js"); then
+			t_pass "$name-hand-read-table"
+		else
+			t_fail "$name-hand-read-table" "$(tr '\n' ';' <<<"$out")"
 		fi
-		(cd "$cache" && apt-get "${aptopts[@]}" -q download "libcuda1=$ver") >>"$work/apt.log" 2>&1 || return 1
-		deb=$(ls "$cache"/libcuda1_*"${ver%%-*}"*_amd64.deb | head -1)
 	fi
-	rm -rf "$cache/x-$ver"
-	dpkg -x "$deb" "$cache/x-$ver" && [[ -f $lib ]] && echo "$lib"
-}
-real() {	# real VERSION BRANCH116 INITSITE OR40 ORC0 COMPUTED_AND
-	local ver=$1 b116=$2 init=$3 or40=$4 orc0=$5 cand=$6 lib name copy
-	name=libcuda-real-${ver%%-*}
-	if ! lib=$(fetch "$ver"); then
-		t_fail "$name-download" "apt-get download libcuda1=$ver through the private sources list failed: $(tail -2 "$work/apt.log" | tr '\n' ' ')"
+	if [[ $v == unsupported-layout ]]; then
+		mkdir -p "$work/$name-refused"
+		"$bin" libcuda patch --lib "$lib" --out "$work/$name-refused" >/dev/null 2>"$work/err"
+		[[ $rc == 7 && $? == 7 && -z $(ls -A "$work/$name-refused") ]] && t_pass "$name-refused" ||
+			t_fail "$name-refused" "status rc $rc, patch wrote $(ls -A "$work/$name-refused")"
+		((pinned)) || t_skip "$name-hand-read-table" "not in tests/libcuda/real-builds.tsv and refused ($(jfield reason <<<"$js")); read it with tests/libcuda/handread.sh and add a row"
 		return
 	fi
-	t_pass "$name-download"
-	"$bin" libcuda status --lib "$lib" >"$work/$name.txt" 2>&1
-	status "$lib"
-	echo "---- $name: status"; cat "$work/$name.txt"
-	local fails=()
-	[[ $rc == 0 ]] || fails+=("exit $rc")
-	[[ $(verdict) == unpatched ]] || fails+=("verdict $(verdict)")
-	[[ $(field field <<<"$dump") == 0x3684 && $(field mask <<<"$dump") == 0x20 ]] || fails+=("capability $(field field <<<"$dump")/$(field mask <<<"$dump")")
-	[[ $(field branch116 <<<"$dump") == "$b116" ]] || fails+=("branch116 $(field branch116 <<<"$dump")")
-	[[ $(field global <<<"$dump") != 0x0 ]] || fails+=("no global GDR byte")
-	grep -qP "^rewrite\t$or40\tor edx, 0x40\tor edx, 0x60$" <<<"$dump" || fails+=("no or \$0x40 rewrite at $or40")
-	grep -qP "^rewrite\t$orc0\tor eax, 0xffffffc0\tor eax, 0xffffffe0$" <<<"$dump" || fails+=("no or \$0xc0 rewrite at $orc0")
-	grep -qP "^rewrite\t$cand\tand eax, 0xffffffdf\tor eax, 0x20$" <<<"$dump" || fails+=("no computed-store rewrite at $cand")
-	[[ $(grep -c '^rewrite' <<<"$dump") == 3 ]] || fails+=("$(grep -c '^rewrite' <<<"$dump") rewrites")
-	grep -q "known-versions table: matches" "$work/$name.txt" || fails+=("known table cross-check")
-	((${#fails[@]})) && t_fail "$name-status" "${fails[*]}" || t_pass "$name-status"
+	if [[ $rc != 0 || $v != unpatched ]]; then
+		t_fail "$name-status" "rc $rc, verdict $v: $(head -c 300 "$work/err")"
+		return
+	fi
+	((pinned)) || t_skip "$name-hand-read-table" "not in tests/libcuda/real-builds.tsv yet; read it with tests/libcuda/handread.sh and add a row"
+	real_libs+=("$lib")
 	copy=$work/$name-copy
 	mkdir -p "$copy"
 	if "$bin" libcuda patch --lib "$lib" --out "$copy" >/dev/null 2>"$work/err"; then
-		local diffs
-		diffs=$(cmp -l "$lib" "$copy/libcuda.so.${ver%%-*}" | wc -l)
-		status "$copy/libcuda.so.1"
-		[[ $(verdict) == patched && $diffs == 4 ]] && t_pass "$name-patched-copy" ||
-			t_fail "$name-patched-copy" "verdict $(verdict), $diffs bytes differ (want 4)"
-		echo "---- $name: status of the patched copy"
-		"$bin" libcuda status --lib "$copy/libcuda.so.1" | tail -4
+		want=$(python3 -c 'import json,sys
+n = 0
+for r in json.load(sys.stdin)["rewrites"]:
+    o, w = bytes.fromhex(r["old"]), bytes.fromhex(r["new"])
+    n += sum(a != b for a, b in zip(o, w))
+print(n)' <<<"$js")
+		diffs=$(cmp -l "$lib" "$copy/$(basename "$lib")" | wc -l)
+		js=$("$bin" libcuda status --json --lib "$copy/libcuda.so.1" 2>"$work/err")
+		[[ $(jfield verdict <<<"$js") == patched && $diffs == "$want" && $want -gt 0 ]] &&
+			t_pass "$name-patched-copy" ||
+			t_fail "$name-patched-copy" "copy verdict $(jfield verdict <<<"$js"), $diffs bytes differ (plan: $want)"
 	else
 		t_fail "$name-patched-copy" "$(cat "$work/err")"
 	fi
+	ip=$work/$name-inplace
+	mkdir -p "$ip"
+	cp "$lib" "$ip/"
+	"$bin" libcuda patch --in-place --lib "$ip/$(basename "$lib")" --state-dir "$work/$name-state" >/dev/null 2>"$work/err" &&
+		[[ $("$bin" libcuda status --dump --lib "$ip/$(basename "$lib")" --state-dir "$work/$name-state" 2>/dev/null | field verdict) == patched ]] &&
+		"$bin" libcuda restore --lib "$ip/$(basename "$lib")" --state-dir "$work/$name-state" >/dev/null 2>>"$work/err" &&
+		[[ $(sha "$ip/$(basename "$lib")") == "$sha" ]] && t_pass "$name-in-place-restore" ||
+		t_fail "$name-in-place-restore" "$(tail -c 300 "$work/err")"
+	rm -rf "$ip"
 	# The real library must fail cleanly in the child when there is no GPU. It is
 	# run under an empty private /dev: as root, libcuda creates /dev/nvidia* itself.
 	if ! unshare --mount --propagation private true 2>/dev/null; then
@@ -370,11 +518,80 @@ real() {	# real VERSION BRANCH116 INITSITE OR40 ORC0 COMPUTED_AND
 	unshare --mount --propagation private sh -c 'mount -t tmpfs nvs-empty-dev /dev && exec "$@"' sh \
 		"$bin" libcuda verify --lib "$copy" >"$work/v.out" 2>"$work/v.err"
 	rc=$?
-	if [[ $rc == 3 ]] && grep -q 'cuInit failed' "$work/v.err"; then
-		t_pass "$name-verify-no-driver"
-	else
+	[[ $rc == 3 ]] && grep -q 'cuInit failed' "$work/v.err" && t_pass "$name-verify-no-driver" ||
 		t_fail "$name-verify-no-driver" "rc $rc: $(cat "$work/v.err")"
-	fi
 }
-real 535.261.03-1 0x213547 0x42d410 0x42d419 0x42d43e 0x3cd99a
-real 535.216.03-2~bpo12+1 0x2135a7 0x42d620 0x42d629 0x42d64e 0x3cd9da
+
+if ! lc_archive_update; then
+	t_fail libcuda-real-archive "apt-get update through the private sources list ($lc_apt) failed and no earlier lists are cached: $(tail -2 "$lc_log" | tr '\n' ' ')"
+else
+	lc_archive_list >"$work/archive.txt"
+	declare -A pinned_deb=()
+	# pinned rows first: one available .deb per row
+	while IFS=$'\t' read -r -u 3 branch ver libsha _ _ _ _ _ _ debs; do
+		[[ $branch == \#* || -z $branch ]] && continue
+		branches[$branch]=1
+		lib= tried=
+		for d in ${debs//,/ }; do
+			pkg=${d%%=*} pv=${d#*=} pv=${pv%@*} dsha=${d##*@}
+			pinned_deb[$dsha]=1
+			[[ -n $lib ]] && continue
+			if grep -q " $dsha\$" "$work/archive.txt" || [[ -f $lc_cache/debs/${pkg}_${pv}_amd64.deb ]]; then
+				lib=$(lc_archive_fetch "$pkg" "$pv" "$dsha") || { lib=; tried="$tried $pkg=$pv (download failed)"; }
+			else
+				tried="$tried $pkg=$pv (not in the archive)"
+			fi
+		done
+		if [[ -z $lib ]]; then
+			t_skip "libcuda-real-$ver" "Debian no longer carries it:$tried"
+			continue
+		fi
+		if [[ $(sha "$lib") != "$libsha" ]]; then
+			t_fail "libcuda-real-$ver" "$lib has sha256 $(sha "$lib"), the table row says $libsha"
+			continue
+		fi
+		real_build "libcuda-real-$ver" "$lib" "$branch" 1
+	done 3<"$table"
+	# the newest build of every branch in the archive, when no row pins it
+	declare -A newest=()
+	while read -r pkg pv dsha; do
+		b=${pv#*:} b=${b%%.*}
+		branches[$b]=1
+		cur=${newest[$b]:-}
+		if [[ -z $cur ]] || dpkg --compare-versions "$pv" gt "$(cut -d' ' -f2 <<<"$cur")"; then
+			newest[$b]="$pkg $pv $dsha"
+		fi
+	done <"$work/archive.txt"
+	for b in "${!newest[@]}"; do
+		read -r pkg pv dsha <<<"${newest[$b]}"
+		[[ -n ${pinned_deb[$dsha]:-} ]] && continue
+		if ! lib=$(lc_archive_fetch "$pkg" "$pv" "$dsha"); then
+			t_fail "libcuda-real-$pkg-$pv" "download failed: $(tail -2 "$lc_log" | tr '\n' ' ')"
+			continue
+		fi
+		grep -q "$(sha "$lib")" "$table" && pin=1 || pin=0
+		real_build "libcuda-real-$pkg-$pv" "$lib" "$b" "$pin"
+	done
+	for b in $(printf '%s\n' "${!branches[@]}" | sort -n); do
+		((${tested[$b]:-0})) && t_pass "libcuda-real-branch-$b" ||
+			t_fail "libcuda-real-branch-$b" "no build of the $b branch could be found (archive or cache)"
+	done
+	# ---- mutation tests on the real builds --------------------------------
+	if ((${#real_libs[@]})); then
+		full=() rest=()
+		for l in "${real_libs[@]}"; do
+			# every store of the build with the read-modify-write initialiser; the
+			# stores near the initialisers and the computed store in the others
+			case $l in *libcuda.so.525.*) full+=("$l") ;; *) rest+=("$l") ;; esac
+		done
+		t0=$SECONDS
+		{ ((${#full[@]})) && python3 "$top/tests/libcuda/mutate.py" --all-sites "$bin" "$table" "${full[@]}"
+		  ((${#rest[@]})) && python3 "$top/tests/libcuda/mutate.py" "$bin" "$table" "${rest[@]}"; } >"$work/mutate.log" 2>&1
+		grep -E ' (wrong|error|WRONG) |^mutants' "$work/mutate.log"
+		sums=$(awk '/^mutants/ { n += $2; r += $4; c += $7; w += $10; e += $12 } END { print n, r, c, w, e }' "$work/mutate.log" | tr -d ,)
+		read -r mn mr mc mw me <<<"$sums"
+		echo "mutants $mn: refused $mr, planned correctly $mc, planned wrongly $mw, errors $me ($((SECONDS - t0)) s)" | tee -a "$timings"
+		[[ ${mn:-0} -gt 0 && $mw == 0 && $me == 0 ]] && ! grep -q WRONG "$work/mutate.log" &&
+			t_pass libcuda-real-mutants || t_fail libcuda-real-mutants "$(grep -E ' (wrong|error|WRONG) ' "$work/mutate.log" | head -5 | tr '\n' ';')"
+	fi
+fi

@@ -15,6 +15,19 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/*
+ * Real libcuda builds carry the driver version in the search path of the
+ * application profiles (the format of 535.261.03 and later); `status' reads
+ * it from there and checks it against the file name. Built without
+ * NVS_FAKE_VERSION, the fake has none, and its file name is all there is.
+ */
+#ifdef NVS_FAKE_VERSION
+__attribute__((used)) const char nvs_app_profile_path[] =
+	"/etc/nvidia/nvidia-application-profiles-rc:/etc/nvidia/nvidia-application-profiles-rc.d/:"
+	"/usr/share/nvidia/nvidia-application-profiles-" NVS_FAKE_VERSION "-rc:"
+	"/usr/share/nvidia/nvidia-application-profiles-rc";
+#endif
+
 int cuDeviceGetAttribute(int *val, int attr, int dev);
 void nvs_fake_init(void);
 

@@ -9,6 +9,17 @@
  *   SHAPE_DECOY      a look-alike field and mask guarding attribute 117
  *   SHAPE_AMBIGUOUS  attributes 116 and 124 test two common bytes
  *   SHAPE_UNPROVABLE the byte is also stored from a call's return value
+ *   SHAPE_RMW        525.147.05: the initialiser is `orb $0x40' to memory at
+ *                    the start of its routine, plus the computed store
+ *   SHAPE_NOINIT     only the computed store could set the bit: refused
+ *   SHAPE_BTR        535 shape plus a `btrl $5' of the byte (made `btsl')
+ *   SHAPE_WIDE       535 shape plus a word store of a call's result that
+ *                    covers the byte from below: refused
+ *   SHAPE_MEMSET     535 shape plus a memset of the device structure
+ *                    (through the pointer that tests the byte): refused
+ *   SHAPE_REPSTOS    the same with rep stosq: refused
+ *   SHAPE_NEARPTR    535 shape plus a pointer to the dword below the byte
+ *                    and a qword store through it: refused
  * INIT_COPY picks which initialiser cuInit runs (SHAPE_615: 0, 1 or 2), as
  * the real driver runs only the copy for the GPU's family.
  */
@@ -163,7 +174,32 @@ attr_dispatch:
 	.text
 /* ---- initialisers ---- */
 
-#if defined(SHAPE_590)
+#if defined(SHAPE_RMW)
+	/* 525.147.05 at 0x3f8d10: a read-modify-write first, then the companion field */
+	.type	init0, @function
+init0:
+	.cfi_startproc
+	orb	$0x40, FIELD(%rdi)
+	cmpl	$0x9, 0xc40(%rdi)
+	sbbl	%eax, %eax
+	notl	%eax
+	andl	$0x64, %eax
+	movl	%eax, FIELD+4(%rdi)
+	xorl	%eax, %eax
+	ret
+	.cfi_endproc
+	.size	init0, .-init0
+#elif defined(SHAPE_NOINIT)
+	/* the setup routine sets only the companion field */
+	.type	init0, @function
+init0:
+	.cfi_startproc
+	movl	$0x64, FIELD+4(%rdi)
+	xorl	%eax, %eax
+	ret
+	.cfi_endproc
+	.size	init0, .-init0
+#elif defined(SHAPE_590)
 	.type	init0, @function
 init0:
 	.cfi_startproc
@@ -246,7 +282,9 @@ init2:
 	.size	init2, .-init2
 #endif
 
-#if defined(SHAPE_COMPUTED) || defined(SHAPE_DECOY) || defined(SHAPE_AMBIGUOUS) || defined(SHAPE_UNPROVABLE)
+#if defined(SHAPE_COMPUTED) || defined(SHAPE_DECOY) || defined(SHAPE_AMBIGUOUS) || \
+	defined(SHAPE_UNPROVABLE) || defined(SHAPE_RMW) || defined(SHAPE_NOINIT)
+#define HAVE_RECOMPUTE
 	/* 535.261.03 near 0x3cd993: the bit recomputed from a condition (esi). */
 	.type	recompute, @function
 recompute:
@@ -274,9 +312,15 @@ decoy_init:
 	movzbl	DECOY(%rdi), %eax
 	orl	$0x40, %eax
 	movb	%al, DECOY(%rdi)
-	/* a store to the real byte that guards another bit: preserves 0x20 */
+	/*
+	 * A store to the real byte that sets another bit: preserves 0x20. It
+	 * runs under a condition, as every such store in the real builds does
+	 * (docs/libcuda.md), so it is not an initialiser.
+	 */
+	testb	$0x01, OTHER(%rdi)
+	je	1f
 	orb	$0x10, FIELD(%rdi)
-	ret
+1:	ret
 	.cfi_endproc
 	.size	decoy_init, .-decoy_init
 #endif
@@ -306,6 +350,83 @@ reload:
 	.size	reload, .-reload
 #endif
 
+#ifdef SHAPE_BTR
+	/* clears the bit with a bit-test-and-reset of the dword at the byte */
+	.type	drop_gdr, @function
+drop_gdr:
+	.cfi_startproc
+	btrl	$5, FIELD(%rdi)
+	ret
+	.cfi_endproc
+	.size	drop_gdr, .-drop_gdr
+#endif
+
+#ifdef SHAPE_WIDE
+	/* a word store from the byte below: the byte gets %ah, a call's result */
+	.type	wide_reload, @function
+wide_reload:
+	.cfi_startproc
+	pushq	%rbx
+	.cfi_def_cfa_offset 16
+	movq	%rdi, %rbx
+	call	wide_value
+	movw	%ax, FIELD-1(%rbx)
+	popq	%rbx
+	.cfi_def_cfa_offset 8
+	ret
+	.cfi_endproc
+	.size	wide_reload, .-wide_reload
+
+	.type	wide_value, @function
+wide_value:
+	.cfi_startproc
+	movzwl	nvs_quirk(%rip), %eax
+	ret
+	.cfi_endproc
+	.size	wide_value, .-wide_value
+#endif
+
+#ifdef SHAPE_MEMSET
+	/* a reset that wipes the whole device structure it was handed */
+	.type	reset_dev, @function
+reset_dev:
+	.cfi_startproc
+	testb	$0x20, FIELD(%rdi)
+	je	1f
+	xorl	%esi, %esi
+	movl	$0x10000, %edx
+	jmp	memset@PLT
+1:	ret
+	.cfi_endproc
+	.size	reset_dev, .-reset_dev
+#endif
+
+#ifdef SHAPE_REPSTOS
+	.type	wipe_dev, @function
+wipe_dev:
+	.cfi_startproc
+	testb	$0x20, FIELD(%rdi)
+	je	1f
+	movl	$0x2000, %ecx
+	xorl	%eax, %eax
+	rep stosq
+1:	ret
+	.cfi_endproc
+	.size	wipe_dev, .-wipe_dev
+#endif
+
+#ifdef SHAPE_NEARPTR
+	/* a pointer to a field just below the byte, and a store through it */
+	.type	near_clear, @function
+near_clear:
+	.cfi_startproc
+	leaq	FIELD-4(%rdi), %rax
+	movq	$0, (%rax)
+	ret
+	.cfi_endproc
+	.size	near_clear, .-near_clear
+#endif
+
 /* Called by the C part's cuInit: set the device up like a GeForce. */
 	.globl	nvs_fake_init
 	.type	nvs_fake_init, @function
@@ -323,7 +444,7 @@ nvs_fake_init:
 #else
 	call	init0
 #endif
-#if defined(SHAPE_COMPUTED) || defined(SHAPE_DECOY) || defined(SHAPE_AMBIGUOUS) || defined(SHAPE_UNPROVABLE)
+#ifdef HAVE_RECOMPUTE
 	movq	%rbx, %rdi
 	xorl	%esi, %esi		/* GeForce: the condition is false */
 	call	recompute

@@ -174,6 +174,36 @@ static int exit_for(int ret)
 
 /* ---- status ---- */
 
+/*
+ * Bulk writes whose constant length covers the byte. Those into the device
+ * structure are a refusal (the reason says so); the ones whose destination
+ * is not proven are listed, the stack and fresh allocations only in JSON.
+ */
+static void show_bulk(const struct lc_gate *g)
+{
+	size_t unproven = 0;
+
+	out_arr(OUT_JSON, "bulk_writes");
+	for (size_t i = 0; i < g->nbulk; ++i) {
+		const struct lc_bulk *b = &g->bulk[i];
+		char dest[32];
+		enum out_where w = b->dest == LC_DEST_UNPROVEN ? OUT_ANY : OUT_JSON;
+
+		unproven += b->dest == LC_DEST_UNPROVEN;
+		snprintf(dest, sizeof(dest), "%s%+lld", b->base, (long long)b->at);
+		if (unproven == 1 && w == OUT_ANY)
+			out_text("  bulk writes over the byte whose destination is not proven to be a device (see docs/libcuda.md, Limits):\n");
+		out_obj(OUT_JSON, NULL);
+		out_hex(w, "addr", "    0x%-8llx ", b->addr);
+		out_str(w, "what", "%-10s ", b->what);
+		out_uint(w, "length", "%llu bytes ", b->len);
+		out_str(w, "destination", "to %s\n", dest);
+		out_str(OUT_JSON, "kind", NULL, lc_dest_name(b->dest));
+		out_obj_end(OUT_JSON);
+	}
+	out_arr_end(OUT_JSON);
+}
+
 static void show_report(const struct lc_report *r)
 {
 	const struct lc_gate *g = &r->g;
@@ -185,7 +215,13 @@ static void show_report(const struct lc_report *r)
 	out_str(OUT_ANY, "sha256", NULL, r->sha);
 	out_uint(OUT_JSON, "size", NULL, r->size);
 	out_str(OUT_ANY, "driver_version", "  driver version: %s", r->version);
+	out_str(OUT_ANY, "version_source", " (%s)", r->version_source);
+	out_str(OUT_JSON, "name_version", NULL, r->name_version[0] ? r->name_version : NULL);
 	out_uint(OUT_TEXT, NULL, "   size: %llu bytes\n", r->size);
+	if (r->version_mismatch[0])
+		out_cstr(OUT_TEXT, OUT_WARN, NULL, "  %s", "VERSION MISMATCH");
+	out_str(r->version_mismatch[0] ? OUT_ANY : OUT_JSON, "version_mismatch", ": %s\n",
+		r->version_mismatch[0] ? r->version_mismatch : NULL);
 	out_str(OUT_TEXT, NULL, "  sha256: %s\n", r->sha);
 	out_str(OUT_JSON, "verdict", NULL, lc_verdict_name(r->v));
 	out_str(OUT_JSON, "reason", NULL, r->why);
@@ -221,7 +257,9 @@ static void show_report(const struct lc_report *r)
 		out_str(OUT_JSON, "attr124_also_requires", NULL, g->extra);
 		if (g->extra[0])
 			out_str(OUT_TEXT, NULL, "; attribute 124 also requires %s", g->extra);
-		out_uint(OUT_TEXT, NULL, "\n  stores to the byte: %llu\n", g->nstores);
+		out_uint(OUT_TEXT, NULL, "\n  stores to the byte: %llu", g->nstores);
+		out_uint(OUT_ANY, "initialisers", ", initialisers: %llu", g->ninit);
+		out_uint(OUT_ANY, "displacement_hits", " (%llu displacement hits examined)\n", g->nhits);
 		out_obj_end(OUT_JSON);
 	}
 	out_arr(OUT_JSON, "stores");
@@ -234,6 +272,12 @@ static void show_report(const struct lc_report *r)
 		out_str(OUT_ANY, "effect", "%-15s -> ", lc_effect_name(s->orig));
 		out_str(OUT_ANY, "after_patch", "%-15s ", lc_effect_name(s->now));
 		out_hex(OUT_JSON, "window", NULL, s->win_start);
+		out_int(OUT_JSON, "offset", NULL, s->lo);
+		out_uint(OUT_JSON, "width", NULL, s->width);
+		out_bool(OUT_JSON, "read_modify_write", NULL, s->rmw);
+		out_bool(OUT_JSON, "initialiser", NULL, s->init);
+		if (s->init)
+			out_text("[initialiser] ");
 		out_str(OUT_ANY, "note", "%s\n", s->note);
 		out_obj_end(OUT_JSON);
 	}
@@ -262,6 +306,7 @@ static void show_report(const struct lc_report *r)
 		out_obj_end(OUT_JSON);
 	}
 	out_arr_end(OUT_JSON);
+	show_bulk(g);
 	if (r->known)
 		out_str(OUT_ANY, "known_table", "  known-versions table: %s\n", r->known_note);
 	else
@@ -295,16 +340,26 @@ static void dump_report(const struct lc_report *r)
 {
 	const struct lc_gate *g = &r->g;
 
-	printf("lib\t%s\nsha256\t%s\nversion\t%s\nverdict\t%s\nreason\t%s\n", r->path, r->sha, r->version,
-	       lc_verdict_name(r->v), r->why);
+	printf("lib\t%s\nsha256\t%s\nversion\t%s\n", r->path, r->sha, r->version);
+	if (r->name_version[0])
+		printf("name_version\t%s\n", r->name_version);
+	if (r->version_mismatch[0])
+		printf("version_mismatch\t%s\n", r->version_mismatch);
+	printf("verdict\t%s\nreason\t%s\n", lc_verdict_name(r->v), r->why);
 	if (g->located)
 		printf("field\t0x%x\nmask\t0x%02x\nglobal\t0x%" PRIx64 "\ndispatcher\t0x%" PRIx64 "\nbranch116\t0x%" PRIx64
 		       "\nbranch124\t0x%" PRIx64 "\n", g->field, g->mask, g->global, g->dispatcher, g->branch[1], g->branch[2]);
 	for (size_t i = 0; i < g->nstores; ++i)
 		printf("store\t0x%" PRIx64 "\t%s\t%s\t%s\n", g->stores[i].addr, lc_effect_name(g->stores[i].orig),
 		       lc_effect_name(g->stores[i].now), g->stores[i].text);
+	for (size_t i = 0; i < g->nstores; ++i)
+		if (g->stores[i].init)
+			printf("initialiser\t0x%" PRIx64 "\n", g->stores[i].addr);
 	for (size_t i = 0; i < g->nplan; ++i)
 		printf("rewrite\t0x%" PRIx64 "\t%s\t%s\n", g->plan[i].off, g->plan[i].from, g->plan[i].to);
+	for (size_t i = 0; i < g->nbulk; ++i)
+		printf("bulk\t0x%" PRIx64 "\t%s\t%" PRIu64 "\t%s%+" PRId64 "\t%s\n", g->bulk[i].addr, g->bulk[i].what,
+		       g->bulk[i].len, g->bulk[i].base, g->bulk[i].at, lc_dest_name(g->bulk[i].dest));
 	for (size_t i = 0; i < r->nstale; ++i)
 		printf("manifest\t%s\t%s\t%s\n", r->stale[i].manifest, r->stale[i].stale ? "stale" : "current",
 		       r->stale[i].reason);
@@ -362,6 +417,21 @@ static int cmd_patch(const struct opts *o)
 	if (ret)
 		return ret;
 	ret = lc_patch(path, o->in_place ? NULL : o->out, o->state, &res, err, sizeof(err));
+	if (ret == -EEXIST) {
+		/* a second --in-place: done before, nothing to do */
+		lc_patch_result_free(&res);
+		out_begin(isatty(STDOUT_FILENO));
+		out_str(OUT_JSON, "result", NULL, "already-patched-in-place");
+		out_str(OUT_JSON, "mode", NULL, "in-place");
+		out_str(OUT_ANY, "output", "`%s' is already patched in place", res.output);
+		out_str(OUT_ANY, "created", " (%s", res.created);
+		out_str(OUT_ANY, "backup", ", backup %s); nothing to do.\n", res.backup);
+		out_str(OUT_JSON, "output_sha256", NULL, res.output_sha256);
+		out_str(OUT_JSON, "source_sha256", NULL, res.source_sha256);
+		out_str(OUT_JSON, "driver_version", NULL, res.driver_version);
+		out_text("Undo with `%s libcuda restore --lib %s'\n", PROG_NAME, path);
+		return out_end() < 0 ? NVS_EX_FAIL : NVS_EX_OK;
+	}
 	if (ret) {
 		lc_patch_result_free(&res);
 		return out_fail(ret == -EALREADY || ret == -EPROTONOSUPPORT ? NVS_EX_REFUSED : exit_for(ret),
@@ -376,6 +446,8 @@ static int cmd_patch(const struct opts *o)
 	out_str(OUT_ANY, "output", ": %s\n", res.output);
 	out_str(OUT_JSON, "output_sha256", NULL, res.output_sha256);
 	out_str(OUT_JSON, "driver_version", NULL, res.driver_version);
+	out_str(OUT_JSON, "version_mismatch", NULL, res.version_mismatch[0] ? res.version_mismatch : NULL);
+	out_str(OUT_JSON, "removed", NULL, res.removed[0] ? res.removed : NULL);
 	out_arr(OUT_JSON, "sites");
 	for (size_t i = 0; i < res.nsites; ++i) {
 		out_obj(OUT_JSON, NULL);
@@ -384,13 +456,19 @@ static int cmd_patch(const struct opts *o)
 		out_obj_end(OUT_JSON);
 	}
 	out_arr_end(OUT_JSON);
+	if (res.removed[0])
+		out_str(OUT_TEXT, NULL, "Removed the previous driver's copy %s\n", res.removed);
 	if (!res.in_place)
 		out_str(OUT_TEXT, NULL, "Use it with:\n  export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n",
 			res.outdir);
 	else
 		out_text("Backup: %s (undo with `%s libcuda restore --lib %s')\n", res.backup, PROG_NAME, path);
 	lc_patch_result_free(&res);
-	return out_end() < 0 ? NVS_EX_FAIL : NVS_EX_OK;
+	ret = out_end() < 0 ? NVS_EX_FAIL : NVS_EX_OK;
+	if (res.version_mismatch[0])
+		out_note("Warning: `%s': %s; the copy is named and recorded as %s", path, res.version_mismatch,
+			 res.driver_version);
+	return ret;
 }
 
 static int cmd_restore(const struct opts *o)

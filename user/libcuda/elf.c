@@ -248,6 +248,8 @@ int lc_elf_open(struct lc_elf *e, const char *path, char *err, size_t errlen)
 		case DT_HASH: e->hash = val; break;
 		case DT_RELA: e->rela = val; break;
 		case DT_RELASZ: e->relasz = val; break;
+		case DT_JMPREL: e->jmprel = val; break;
+		case DT_PLTRELSZ: e->pltrelsz = val; break;
 		}
 	}
 	if (!e->symtab || !e->strtab || (!e->gnuhash && !e->hash) ||
@@ -354,4 +356,110 @@ int lc_elf_relative(const struct lc_elf *e, uint64_t slot, uint64_t *value)
 		return 0;
 	}
 	return -ENOENT;
+}
+
+/* The GOT slot of an imported function (R_X86_64_JUMP_SLOT or GLOB_DAT). */
+int lc_elf_import_slot(const struct lc_elf *e, const char *name, uint64_t *slot)
+{
+	const struct { uint64_t at, size; } tabs[] = { { e->jmprel, e->pltrelsz }, { e->rela, e->relasz } };
+	size_t n = strlen(name);
+
+	for (size_t t = 0; t < 2; ++t) {
+		const Elf64_Rela *r = (const Elf64_Rela *)lc_elf_ptr(e, tabs[t].at, tabs[t].size);
+
+		if (!r || !tabs[t].size)
+			continue;
+		for (size_t i = 0; i < tabs[t].size / sizeof(*r); ++i) {
+			uint32_t type = ELF64_R_TYPE(r[i].r_info), idx = ELF64_R_SYM(r[i].r_info);
+			Elf64_Sym s;
+			const char *str;
+
+			if ((type != 7 /* JUMP_SLOT */ && type != 6 /* GLOB_DAT */) || !idx ||
+			    !rd(e, e->symtab + (uint64_t)idx * sizeof(s), &s, sizeof(s)) || s.st_name >= e->strsz ||
+			    e->strsz - s.st_name < n + 1)
+				continue;
+			str = (const char *)lc_elf_ptr(e, e->strtab + s.st_name, n + 1);
+			if (str && !memcmp(str, name, n + 1)) {
+				*slot = r[i].r_offset;
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
+/* Digits and dots with at least one dot, e.g. "535.261.03"; returns its length. */
+static size_t version_span(const uint8_t *p, size_t max)
+{
+	size_t n = 0, dots = 0;
+
+	while (n < max && n < 31 && ((p[n] >= '0' && p[n] <= '9') || p[n] == '.')) {
+		dots += p[n] == '.';
+		n++;
+	}
+	if (!n || !dots || p[0] == '.' || p[n - 1] == '.')
+		return 0;
+	return n;
+}
+
+/*
+ * The driver version the library was built as, from strings NVIDIA embeds:
+ * the search path of the application profiles
+ * (".../nvidia-application-profiles-535.261.03-rc", every branch from 340
+ * on), and where present the names of the libraries it loads
+ * ("libnvidia-pkcs11.so.535.261.03") and the copyright banner ("Version
+ * 555.58.02. Copyright"). Returns the number of markers found; *conflict
+ * is set when they disagree (the first one found wins).
+ */
+int lc_elf_driver_version(const struct lc_elf *e, char *ver, size_t len, bool *conflict)
+{
+	static const struct { const char *pre, *post; } marks[] = {
+		{ "nvidia-application-profiles-", "-rc" },
+		{ "Version ", ". Copyright" },
+		{ ".so.", NULL },
+	};
+	int found = 0;
+
+	ver[0] = 0;
+	*conflict = false;
+	for (size_t m = 0; m < sizeof(marks) / sizeof(marks[0]); ++m) {
+		for (int s = 0; s < e->nload; ++s) {
+			const struct lc_seg *sg = &e->load[s];
+			const uint8_t *base = e->map + sg->off, *p = base, *end = base + sg->filesz;
+			size_t pl = strlen(marks[m].pre);
+
+			if (sg->flags & PF_X)
+				continue;
+			while ((p = memmem(p, end - p, marks[m].pre, pl))) {
+				const uint8_t *v = p + pl;
+				size_t n = version_span(v, end - v);
+				char tmp[32];
+
+				p += pl;
+				if (!n)
+					continue;
+				if (marks[m].post) {
+					size_t ql = strlen(marks[m].post);
+
+					if ((size_t)(end - v) < n + ql || memcmp(v + n, marks[m].post, ql))
+						continue;
+				} else {
+					/* "libnvidia-<name>.so.<version>", ended by NUL or a path separator */
+					const uint8_t *b = p - pl;
+
+					while (b > base && b[-1] > ' ' && b[-1] != '/' && b[-1] != ':' && b[-1] < 0x7f)
+						--b;
+					if ((size_t)(p - pl - b) < 11 || memcmp(b, "libnvidia-", 10) ||
+					    (v + n < end && v[n] && v[n] != ':'))
+						continue;
+				}
+				snprintf(tmp, sizeof(tmp), "%.*s", (int)n, (const char *)v);
+				if (!found++)
+					snprintf(ver, len, "%s", tmp);
+				else if (strcmp(ver, tmp))
+					*conflict = true;
+			}
+		}
+	}
+	return found;
 }

@@ -23,7 +23,7 @@ struct lc_elf {
 	size_t size;
 	struct lc_seg load[LC_MAX_LOAD];
 	int nload;
-	uint64_t symtab, strtab, strsz, gnuhash, hash, rela, relasz;
+	uint64_t symtab, strtab, strsz, gnuhash, hash, rela, relasz, jmprel, pltrelsz;
 	uint64_t ehhdr, ehhdr_size;
 	/* sorted function starts from .eh_frame_hdr (may be empty) */
 	uint64_t *fstart;
@@ -42,6 +42,10 @@ bool lc_elf_exec(const struct lc_elf *e, uint64_t vaddr);
 int lc_elf_sym(const struct lc_elf *e, const char *name, uint64_t *value);
 /* What the loader writes into slot: an R_X86_64_RELATIVE addend. */
 int lc_elf_relative(const struct lc_elf *e, uint64_t slot, uint64_t *value);
+/* The GOT slot an imported function is called through; 0 or -ENOENT. */
+int lc_elf_import_slot(const struct lc_elf *e, const char *name, uint64_t *slot);
+/* The driver version embedded in the library; returns how many markers agree or not. */
+int lc_elf_driver_version(const struct lc_elf *e, char *ver, size_t len, bool *conflict);
 /* Start of the function containing vaddr (from unwind info), or 0. */
 uint64_t lc_elf_func_start(const struct lc_elf *e, uint64_t vaddr);
 /* Start of the next function after vaddr, or the end of its segment. */

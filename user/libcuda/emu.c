@@ -182,6 +182,7 @@ void lc_emu_free(struct lc_emu_out *o)
 	free(o->v);
 	free(o->p);
 	free(o->q);
+	free(o->qw);
 	memset(o, 0, sizeof(*o));
 }
 
@@ -231,12 +232,19 @@ int lc_emu_run(struct lc_emu *emu, const struct lc_emu_win *w, struct lc_emu_out
 		snprintf(err, errlen, "too many branches in the window (%d)", w->njcc);
 		return -E2BIG;
 	}
+	if (w->wlen < 1 || w->wlen > LC_EMU_MAX_WIDTH || w->wlo > 0 || w->wlo + w->wlen <= 0) {
+		snprintf(err, errlen, "store width %d at %d is not supported", w->wlen, w->wlo);
+		return -EINVAL;
+	}
 	o->n = ((size_t)1 << w->njcc) * LC_EMU_VALUES * LC_EMU_SEEDS;
+	o->wlo = w->wlo;
+	o->wlen = w->wlen;
+	o->qw = calloc(o->n, w->wlen);
 	o->reached = calloc(o->n, sizeof(bool));
 	o->v = calloc(o->n, 1);
 	o->p = calloc(o->n, 1);
 	o->q = calloc(o->n, 1);
-	if (!o->reached || !o->v || !o->p || !o->q)
+	if (!o->reached || !o->v || !o->p || !o->q || !o->qw)
 		goto fail;
 	uint8_t *img = calloc(1, clen);
 
@@ -306,6 +314,9 @@ int lc_emu_run(struct lc_emu *emu, const struct lc_emu_win *w, struct lc_emu_out
 				if (!ue && !r.exited && !r.failed && r.at_store && rip == w->end &&
 				    byte_at(uc, &r, r.target, &o->q[idx])) {
 					o->reached[idx] = true;
+					for (int b = 0; b < w->wlen; ++b)
+						if (!byte_at(uc, &r, r.target + w->wlo + b, &o->qw[idx * w->wlen + b]))
+							o->reached[idx] = false;
 					o->p[idx] = r.p;
 					if (!w->base_stable)
 						o->v[idx] = r.p;

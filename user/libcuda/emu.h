@@ -17,6 +17,7 @@
 #define LC_EMU_MAX_JCC 6
 #define LC_EMU_VALUES 8
 #define LC_EMU_SEEDS 6
+#define LC_EMU_MAX_WIDTH 64
 
 struct lc_emu_win {
 	uint64_t start, store, end;	/* [start, end); store is the last insn */
@@ -27,6 +28,7 @@ struct lc_emu_win {
 	int scale;
 	int64_t disp;			/* of the store operand */
 	uint64_t field;			/* capability byte offset from the base */
+	int wlo, wlen;			/* bytes the store writes, from byte + wlo */
 	bool base_stable;		/* base register unchanged in the window */
 	int njcc;
 	uint64_t jcc[LC_EMU_MAX_JCC], jcc_target[LC_EMU_MAX_JCC];
@@ -36,6 +38,8 @@ struct lc_emu_out {
 	size_t n;			/* samples */
 	bool *reached;			/* the store executed on this sample */
 	uint8_t *v, *p, *q;		/* byte at start, just before, just after */
+	int wlo, wlen;
+	uint8_t *qw;			/* every written byte just after (wlen per sample) */
 };
 
 /* One emulator, reused for every window (starting one costs milliseconds). */

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "libcuda/bulk.h"
 #include "libcuda/emu.h"
 #include "libcuda/gate.h"
 
@@ -429,7 +430,7 @@ static int locate(struct ctx *c)
 
 /* ---- finding the stores ---- */
 
-static int add_store(struct lc_gate *g, const cs_insn *i, bool lea)
+static int add_store(struct lc_gate *g, const cs_insn *i, bool lea, const cs_x86_op *op)
 {
 	struct lc_store *s;
 	void *p = realloc(g->stores, (g->nstores + 1) * sizeof(*g->stores));
@@ -442,6 +443,10 @@ static int add_store(struct lc_gate *g, const cs_insn *i, bool lea)
 	s->addr = i->address;
 	s->len = i->size;
 	s->addr_taken = lea;
+	if (op) {
+		s->lo = (int8_t)(op->mem.disp - (int64_t)g->field);
+		s->width = op->size;
+	}
 	fmt_insn(i, s->text, sizeof(s->text));
 	return 0;
 }
@@ -450,7 +455,8 @@ static int add_store(struct lc_gate *g, const cs_insn *i, bool lea)
 static bool read_only(unsigned int id)
 {
 	return id == X86_INS_TEST || id == X86_INS_CMP || id == X86_INS_BT || id == X86_INS_PREFETCHT0 ||
-	       id == X86_INS_PREFETCHT1 || id == X86_INS_PREFETCHT2 || id == X86_INS_PREFETCHNTA;
+	       id == X86_INS_PREFETCHT1 || id == X86_INS_PREFETCHT2 || id == X86_INS_PREFETCHNTA ||
+	       id == X86_INS_PREFETCHW || id == X86_INS_NOP;
 }
 
 static bool reads_mem(const cs_insn *i, int op)
@@ -458,6 +464,140 @@ static bool reads_mem(const cs_insn *i, int op)
 	return i->detail->x86.operands[op].access & CS_AC_READ;
 }
 
+/*
+ * Offset of a 32-bit displacement in i, or 0. Read from the ModRM and SIB
+ * bytes: capstone 4 reports a 16-bit displacement size for instructions
+ * with an operand-size prefix (66), which would hide word stores.
+ */
+static unsigned int disp32_offset(const cs_insn *i)
+{
+	const cs_x86 *x = &i->detail->x86;
+	unsigned int mo = x->encoding.modrm_offset;
+	uint8_t modrm, mod, rm;
+
+	if (!mo || mo >= i->size)
+		return 0;
+	modrm = i->bytes[mo];
+	mod = modrm >> 6;
+	rm = modrm & 7;
+	if (mod == 3 || x->prefix[3] == 0x67)
+		return 0;
+	if (rm == 4 && mo + 1 < i->size && mod == 0 && (i->bytes[mo + 1] & 7) == 5)
+		return mo + 2;
+	if (mod == 2)
+		return mo + 1 + (rm == 4);
+	if (mod == 0 && rm == 5)
+		return mo + 1;
+	return 0;
+}
+
+/* The four bytes at hit are the displacement of a (non-RIP) memory operand of i. */
+static bool is_disp(const cs_insn *i, uint64_t hit)
+{
+	const cs_x86 *x = &i->detail->x86;
+	unsigned int d = disp32_offset(i);
+
+	if (!d || hit - i->address != d || d + 4 > i->size)
+		return false;
+	for (int o = 0; o < x->op_count; ++o)
+		if (x->operands[o].type == X86_OP_MEM && x->operands[o].mem.base != X86_REG_RIP)
+			return true;
+	return false;
+}
+
+/*
+ * Bytes that are not a displacement in the linear disassembly (part of an
+ * immediate, of an opcode, a branch offset) are a coincidence, unless the
+ * disassembly is out of step there: then the real instruction may be a
+ * store that uses them as its displacement. Decoding from each of the
+ * eight bytes before them tells: if one of those decodes to a store that
+ * covers the byte with exactly these bytes as its displacement, a store may
+ * hide there.
+ */
+static bool hidden_store(struct ctx *c, uint64_t hit, uint64_t field, char *alt, size_t altlen)
+{
+	for (int back = 1; back <= 8; ++back) {
+		const cs_x86 *x;
+
+		if (!decode(c, hit - back, NULL, 0) || c->insn->size < back + 4)
+			continue;
+		x = &c->insn->detail->x86;
+		if (!is_disp(c->insn, hit) || read_only(c->insn->id))
+			continue;
+		for (int o = 0; o < x->op_count; ++o) {
+			const cs_x86_op *op = &x->operands[o];
+
+			if (op->type == X86_OP_MEM && (op->access & CS_AC_WRITE) && op->mem.disp >= 0 &&
+			    (uint64_t)op->mem.disp <= field && field < (uint64_t)op->mem.disp + (op->size ? op->size : 64)) {
+				fmt_insn(c->insn, alt, altlen);
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/*
+ * A lea of a field just below the byte makes a pointer from which a small
+ * displacement reaches it. Its uses are followed in the straight code
+ * after it, until the register is overwritten or the code branches: a
+ * store through it that covers the byte is reported in why (returns
+ * true). A pointer that is copied away or passed on is not followed (see
+ * docs/libcuda.md, Limits): in the builds read, such pointers serve a lock
+ * cmpxchg of their own 8-byte field, or are stored into a request record.
+ */
+static unsigned int family(unsigned int r);
+
+static bool near_pointer(struct ctx *c, uint64_t a, unsigned int r, int64_t at, char *why, size_t len)
+{
+	uint64_t field = c->g->field;
+
+	for (int k = 0; k < 32 && decode(c, a, NULL, 0); ++k, a += c->insn->size) {
+		const cs_insn *i = c->insn;
+		const cs_x86 *x = &i->detail->x86;
+		cs_regs rr, ww;
+		uint8_t nr, nw;
+		bool reads = false, writes = false;
+
+		if (cs_regs_access(c->cs, i, rr, &nr, ww, &nw)) {
+			snprintf(why, len, "its use at 0x%" PRIx64 " cannot be decoded", a);
+			return true;
+		}
+		for (int n = 0; n < nr; ++n)
+			reads |= family(rr[n]) == r;
+		for (int n = 0; n < nw; ++n)
+			writes |= family(ww[n]) == r;
+		for (int o = 0; o < x->op_count; ++o) {
+			const cs_x86_op *op = &x->operands[o];
+
+			if (op->type != X86_OP_MEM || family(op->mem.base) != r)
+				continue;
+			if ((op->access & CS_AC_WRITE) && !read_only(i->id) &&
+			    (op->mem.index != X86_REG_INVALID ||
+			     (at + op->mem.disp <= (int64_t)field &&
+			      (int64_t)field < at + op->mem.disp + (op->size ? op->size : 64)))) {
+				snprintf(why, len, "the store at 0x%" PRIx64 " through it (%s %s) may cover the byte", a,
+					 i->mnemonic, i->op_str);
+				return true;
+			}
+		}
+		if (writes && !reads)
+			return false;	/* overwritten: the pointer is dead */
+		if (i->id == X86_INS_RET || i->id == X86_INS_CALL || i->id == X86_INS_JMP || is_jcc(i->id))
+			return false;	/* leaves straight code; the register is then not tracked */
+	}
+	return false;
+}
+
+/*
+ * Every four-byte value in the executable segments between field-63 and
+ * field is a candidate displacement. Each one is decoded from the start of
+ * its function (unwind information) and must turn out to be an operand:
+ * a store that covers the byte, a load, a lea, an immediate, a branch
+ * offset. Anything else (undecodable code before it, or the bytes not being
+ * an operand of the instruction that holds them) means a store may hide
+ * there, and the analysis is refused.
+ */
 static int scan_stores(struct ctx *c)
 {
 	struct lc_gate *g = c->g;
@@ -481,44 +621,64 @@ static int scan_stores(struct ctx *c)
 			if (v - lo > SCAN_SPAN)
 				continue;
 			uint64_t hit = sg->vaddr + p, fs = lc_elf_func_start(e, hit);
+			const cs_insn *i = c->insn;
 
+			g->nhits++;
 			if (!fs || fs < sg->vaddr)
 				fs = sg->vaddr;
 			if (fs != fs_prev || cur > hit) {
 				cur = fs;
 				fs_prev = fs;
 			}
-			while (cur <= hit && decode(c, cur, NULL, 0)) {
-				const cs_insn *i = c->insn;
-				const cs_x86 *x = &i->detail->x86;
-
-				if (hit >= cur + i->size) {
-					cur += i->size;
-					continue;
-				}
-				if (x->encoding.disp_offset && cur + x->encoding.disp_offset == hit &&
-				    x->encoding.disp_size == 4) {
-					for (int o = 0; o < x->op_count; ++o) {
-						const cs_x86_op *op = &x->operands[o];
-						int64_t dd = op->mem.disp;
-
-						if (op->type != X86_OP_MEM || op->mem.base == X86_REG_RIP ||
-						    (uint32_t)dd != v || dd < 0)
-							continue;
-						if (i->id == X86_INS_LEA) {
-							if ((uint64_t)dd == g->field && add_store(g, i, true))
-								return refuse(g, "Out of memory");
-						} else if ((op->access & CS_AC_WRITE) && !read_only(i->id) &&
-							   (uint64_t)dd <= g->field &&
-							   g->field < (uint64_t)dd + op->size) {
-							if (add_store(g, i, false))
-								return refuse(g, "Out of memory");
-							g->stores[g->nstores - 1].rmw = reads_mem(i, o);
-						}
-					}
-				}
+			for (;;) {
+				if (!decode(c, cur, NULL, 0))
+					return refuse(g, "Undecodable code at 0x%" PRIx64 " stands between the start of its function (0x%" PRIx64 ") and bytes at 0x%" PRIx64 " that could address +0x%x: a store there cannot be ruled out",
+						      cur, fs, hit, v);
+				if (hit < cur + i->size)
+					break;
 				cur += i->size;
-				break;
+			}
+			if (!is_disp(i, hit)) {
+				char t[80], alt[80];
+				uint64_t at = cur;
+
+				fmt_insn(i, t, sizeof(t));
+				if (hidden_store(c, hit, g->field, alt, sizeof(alt)))
+					return refuse(g, "Bytes at 0x%" PRIx64 " would be the displacement of a store to +0x%x (%s) if the code were decoded a few bytes earlier, but the disassembly from the start of the function makes them part of 0x%" PRIx64 " (%s): it may be out of step there, so a store cannot be ruled out",
+						      hit, v, alt, at, t);
+				continue;
+			}
+			const cs_x86 *x = &i->detail->x86;
+
+			for (int o = 0; o < x->op_count; ++o) {
+				const cs_x86_op *op = &x->operands[o];
+				int64_t dd = op->mem.disp;
+
+				if (op->type != X86_OP_MEM || (uint32_t)dd != v || dd < 0)
+					continue;
+				if (i->id == X86_INS_LEA) {
+					if ((uint64_t)dd == g->field && add_store(g, i, true, NULL))
+						return refuse(g, "Out of memory");
+					if ((uint64_t)dd < g->field) {
+						char why[200];
+						uint64_t at = cur + i->size;
+						unsigned int r = family(x->operands[0].reg);
+
+						if (near_pointer(c, at, r, dd, why, sizeof(why)))
+							return refuse(g, "A pointer to +0x%" PRIx64 ", %" PRIu64 " byte(s) below the capability byte, is made at 0x%" PRIx64 " and %s",
+								      (uint64_t)dd, g->field - (uint64_t)dd, cur, why);
+						decode(c, cur, NULL, 0);	/* i again */
+					}
+				} else if ((op->access & CS_AC_WRITE) && !read_only(i->id) &&
+					   (uint64_t)dd <= g->field &&
+					   (g->field < (uint64_t)dd + op->size || !op->size)) {
+					if (!op->size)
+						return refuse(g, "The instruction at 0x%" PRIx64 " writes memory from +0x%x with a size the disassembler does not give: it may cover the byte",
+							      cur, v);
+					if (add_store(g, i, false, op))
+						return refuse(g, "Out of memory");
+					g->stores[g->nstores - 1].rmw = reads_mem(i, o);
+				}
 			}
 		}
 	}
@@ -621,24 +781,50 @@ static bool is_cand(const cs_insn *i)
 	       (x->modrm & 0xc0) == 0xc0 && x->encoding.imm_offset;
 }
 
+/* A store to memory with an immediate: or/and/mov (80 81 83 c6 c7) or bts/btr (0f ba). */
+static bool is_store_cand(const cs_insn *i)
+{
+	const cs_x86 *x = &i->detail->x86;
+	uint8_t op = x->opcode[0];
+
+	if (x->op_count != 2 || x->operands[0].type != X86_OP_MEM || x->operands[1].type != X86_OP_IMM ||
+	    !x->encoding.imm_offset || (x->modrm & 0xc0) == 0xc0)
+		return false;
+	switch (i->id) {
+	case X86_INS_OR: case X86_INS_AND:
+		return op == 0x80 || op == 0x81 || op == 0x83;
+	case X86_INS_MOV:
+		return op == 0xc6 || op == 0xc7;
+	case X86_INS_BTS: case X86_INS_BTR:
+		return op == 0x0f && x->opcode[1] == 0xba;
+	}
+	return false;
+}
+
 /*
  * Every branch target inside a function: direct jumps anywhere in it, and
  * the entries of the jump tables it dispatches through. Indirect jumps that
  * are not recognisable tables are counted (tail calls mostly).
  */
-static int function_branches(struct ctx *c, uint64_t fs)
+static int function_branches(struct ctx *c, uint64_t fs, uint64_t *bad)
 {
 	uint64_t fe = lc_elf_func_end(c->e, fs), a = fs;
 	struct dinsn ring[64], lin[40];
 	long n = 0;
 	int unresolved = 0;
+	size_t first = c->nbr;
+	uint8_t *starts;
 
+	*bad = 0;
 	if (fe <= fs || fe - fs > (16u << 20))
 		fe = fs + (16u << 20);
+	starts = calloc((fe - fs + 7) / 8, 1);
 	while (a < fe && decode(c, a, NULL, 0)) {
 		struct dinsn *x = &ring[n % 64];
 		uint64_t t;
 
+		if (starts)
+			starts[(a - fs) / 8] |= 1 << ((a - fs) % 8);
 		x->addr = a;
 		x->id = c->insn->id;
 		x->x = c->insn->detail->x86;
@@ -666,6 +852,14 @@ static int function_branches(struct ctx *c, uint64_t fs)
 		a += c->insn->size;
 		n++;
 	}
+	/* The linear decode must agree with every branch into the function. */
+	for (size_t b = first; starts && b < c->nbr && !*bad; ++b) {
+		uint64_t t = c->br[b][1];
+
+		if (t >= fs && t < a && !(starts[(t - fs) / 8] & (1 << ((t - fs) % 8))))
+			*bad = t;
+	}
+	free(starts);
 	return unresolved;
 }
 
@@ -680,7 +874,7 @@ static void build_windows(struct ctx *c)
 	struct lc_gate *g = c->g;
 	const struct lc_elf *e = c->e;
 	struct dinsn ring[RING];
-	uint64_t cur_fs = 0, a = 0, scanned_fs = 0;
+	uint64_t cur_fs = 0, a = 0, scanned_fs = 0, bad = 0;
 	long n = 0;
 	int unresolved = 0;
 
@@ -700,8 +894,14 @@ static void build_windows(struct ctx *c)
 			continue;
 		}
 		if (fs != scanned_fs) {
-			unresolved = function_branches(c, fs);
+			unresolved = function_branches(c, fs, &bad);
 			scanned_fs = fs;
+		}
+		if (bad) {
+			snprintf(w->why, sizeof(w->why),
+				 "a branch in its function lands at 0x%" PRIx64 ", inside an instruction of the linear disassembly: the code is out of step",
+				 bad);
+			continue;
 		}
 		if (unresolved) {
 			snprintf(w->why, sizeof(w->why),
@@ -845,6 +1045,13 @@ static void finish_window(struct ctx *c, size_t k)
 	w->ew.store = s->addr;
 	w->ew.end = w->end;
 	w->ew.field = c->g->field - w->ew.disp + w->ew.disp;	/* byte = base + index*scale + field */
+	w->ew.wlo = s->lo;
+	w->ew.wlen = s->width;
+	/* the store itself, when it carries the immediate, is the last candidate */
+	if (decode(c, s->addr, NULL, 0) && is_store_cand(c->insn) && w->ncand < MAX_WIN_INSNS) {
+		s->imm_form = true;
+		w->cand[w->ncand++] = s->addr;
+	}
 	s->win_start = w->start;
 	(void)n;
 }
@@ -908,14 +1115,65 @@ static enum lc_effect classify(const struct lc_emu_out *o, uint8_t m)
 
 /* ---- rewrites ---- */
 
+static int64_t sext(uint64_t v, int bytes)
+{
+	int sh = 64 - 8 * bytes;
+
+	return bytes >= 8 ? (int64_t)v : (int64_t)(v << sh) >> sh;
+}
+
+/*
+ * The store itself carries the immediate: or/and/mov gain the mask bit in
+ * the byte's position (so or sets it, and keeps it, mov writes it), btr of
+ * the bit becomes bts. Only when the new immediate has the same encoding
+ * length (an 8-bit immediate is sign-extended to the operand width).
+ */
+static bool store_rewrite(struct ctx *c, const cs_insn *i, uint8_t m, struct lc_rewrite *rw)
+{
+	const cs_x86 *x = &i->detail->x86;
+	const cs_x86_op *mo = &x->operands[0];
+	int w = mo->size, k = (int)((int64_t)c->g->field - mo->mem.disp);
+	int io = x->encoding.imm_offset, isz = x->encoding.imm_size;
+	uint64_t wmask = w >= 8 ? ~0ULL : (1ULL << (8 * w)) - 1;
+	uint64_t bit = (uint64_t)m << (8 * k), v, nv, enc;
+
+	if (k < 0 || k >= w || w > 8 || !isz || isz > 4 || io + isz > rw->len)
+		return false;
+	if (i->id == X86_INS_BTS || i->id == X86_INS_BTR) {
+		int b = (int)((uint64_t)x->operands[1].imm & (8u * w - 1));
+
+		if (i->id == X86_INS_BTS || b != 8 * k + __builtin_ctz(m) || !x->encoding.modrm_offset)
+			return false;
+		/* 0f ba /6 (btr) -> 0f ba /5 (bts) */
+		rw->new[x->encoding.modrm_offset] = (rw->new[x->encoding.modrm_offset] & ~0x38) | (5 << 3);
+		return true;
+	}
+	v = (uint64_t)x->operands[1].imm & wmask;
+	if (v & bit)
+		return false;	/* already sets (or), keeps (and) or writes (mov) the bit */
+	nv = (v | bit) & wmask;
+	enc = isz >= 8 ? nv : nv & ((1ULL << (8 * isz)) - 1);
+	if (((uint64_t)sext(enc, isz) & wmask) != nv)
+		return false;	/* not expressible in an immediate of the same size */
+	for (int b = 0; b < isz; ++b)
+		rw->new[io + b] = (uint8_t)(enc >> (8 * b));
+	return true;
+}
+
 static bool make_rewrite(struct ctx *c, uint64_t a, uint8_t m, bool want_or, struct lc_rewrite *rw)
 {
 	const uint8_t *p;
 	const cs_x86 *x;
 	int64_t imm;
+	bool store;
 
-	if (!decode(c, a, NULL, 0) || !is_cand(c->insn))
+	if (!decode(c, a, NULL, 0))
 		return false;
+	store = is_store_cand(c->insn);
+	if (!store && !is_cand(c->insn))
+		return false;
+	if (store && !want_or)
+		return false;	/* one attempt per store */
 	x = &c->insn->detail->x86;
 	imm = x->operands[1].imm;
 	memset(rw, 0, sizeof(*rw));
@@ -930,7 +1188,10 @@ static bool make_rewrite(struct ctx *c, uint64_t a, uint8_t m, bool want_or, str
 	fmt_insn(c->insn, rw->from, sizeof(rw->from));
 	int io = x->encoding.imm_offset, mo = io - 1;
 
-	if (c->insn->id == X86_INS_OR) {
+	if (store) {
+		if (!store_rewrite(c, c->insn, m, rw))
+			return false;
+	} else if (c->insn->id == X86_INS_OR) {
 		if (!want_or || (imm & m))
 			return false;
 		rw->new[io] |= m;	/* the immediate gains the mask */
@@ -1006,12 +1267,17 @@ static bool taint_ok(struct ctx *c, const struct lc_rewrite *rw, char *why, size
 
 	if (!decode(c, rw->vaddr, rw->new, rw->len))
 		return false;
-	f = fam_index(family(c->insn->detail->x86.operands[0].reg));
-	if (f < 0) {
-		snprintf(why, wlen, "unsupported register");
-		return false;
+	if (c->insn->detail->x86.operands[0].type == X86_OP_MEM) {
+		/* a store rewritten in place changes no register, only flags */
+		stack[sp++] = (struct taint_state){ rw->vaddr + rw->len, 0, true };
+	} else {
+		f = fam_index(family(c->insn->detail->x86.operands[0].reg));
+		if (f < 0) {
+			snprintf(why, wlen, "unsupported register");
+			return false;
+		}
+		stack[sp++] = (struct taint_state){ rw->vaddr + rw->len, 1u << f, true };
 	}
-	stack[sp++] = (struct taint_state){ rw->vaddr + rw->len, 1u << f, true };
 	while (sp) {
 		struct taint_state t = stack[--sp];
 
@@ -1138,8 +1404,13 @@ static bool taint_ok(struct ctx *c, const struct lc_rewrite *rw, char *why, size
 	return true;
 }
 
-/* Tries a rewrite for store k on top of the plan: sets, nothing else moves. */
-static bool try_rewrite(struct ctx *c, size_t k, const struct lc_rewrite *rw, char *why, size_t wlen)
+/*
+ * Tries a rewrite for store k on top of the plan: the stored byte differs
+ * from before only in the mask bit, which it sets (must_set: initialisers)
+ * or at least never clears, and nothing else the store writes moves.
+ */
+static bool try_rewrite(struct ctx *c, size_t k, const struct lc_rewrite *rw, bool must_set, char *why,
+			size_t wlen)
 {
 	struct lc_emu_out o;
 	const struct lc_emu_out *base = &c->w[k].orig;
@@ -1154,10 +1425,22 @@ static bool try_rewrite(struct ctx *c, size_t k, const struct lc_rewrite *rw, ch
 			snprintf(why, wlen, "the rewrite changes which paths reach the store");
 		} else if (o.reached[i]) {
 			any = true;
-			if (!(o.q[i] & m) || (o.q[i] & ~m) != (base->q[i] & ~m)) {
+			bool bit_ok = (o.q[i] & m) || (!must_set && !(o.p[i] & m));
+
+			if (!bit_ok || (o.q[i] & ~m) != (base->q[i] & ~m)) {
 				ok = false;
 				snprintf(why, wlen, "with %s the store writes 0x%02x where 0x%02x was written (start 0x%02x)",
 					 rw->to, o.q[i], base->q[i], o.v[i]);
+			}
+			/* a wider store: every other byte it writes must be as before */
+			for (int b = 0; ok && b < o.wlen; ++b) {
+				if (b == -o.wlo)
+					continue;
+				if (o.qw[i * o.wlen + b] != base->qw[i * o.wlen + b]) {
+					ok = false;
+					snprintf(why, wlen, "with %s the store changes byte %+d of the field too", rw->to,
+						 b + o.wlo);
+				}
 			}
 		}
 	}
@@ -1184,6 +1467,30 @@ static int add_plan(struct lc_gate *g, const struct lc_rewrite *rw)
 	return 1;
 }
 
+/*
+ * The store is the first thing its routine does: no branch, call or return
+ * between the routine's start (unwind information) and the store, and no
+ * branch into that stretch, so every call of the routine runs it.
+ */
+static bool entry_store(struct ctx *c, const struct lc_store *s)
+{
+	uint64_t fs = lc_elf_func_start(c->e, s->addr), a = fs;
+
+	if (!fs || s->addr - fs > 256)
+		return false;
+	while (a < s->addr && decode(c, a, NULL, 0)) {
+		if (is_jcc(c->insn->id) || is_barrier(c->insn))
+			return false;
+		a += c->insn->size;
+	}
+	if (a != s->addr)
+		return false;
+	for (size_t b = 0; b < c->nbr; ++b)
+		if (c->br[b][1] > fs && c->br[b][1] <= s->addr)
+			return false;
+	return true;
+}
+
 static int plan(struct ctx *c)
 {
 	struct lc_gate *g = c->g;
@@ -1207,45 +1514,97 @@ static int plan(struct ctx *c)
 		s->orig = classify(&c->w[k].orig, m);
 	}
 	/*
-	 * Initialisers: a store whose value is built in a register by an
-	 * or-immediate. The immediate gains the mask bit when that is proven.
+	 * Initialisers: stores that OR constant bits into the byte when the
+	 * device is set up. Two shapes are recognised: the value built in a
+	 * register by an or-immediate and stored (535: movzbl, or $0x40, mov
+	 * %dl), and an or-immediate (or bts) straight to memory that is the
+	 * first thing its routine does (525: orb $0x40 at the routine's entry,
+	 * before any branch or call). An or to memory further into a routine
+	 * (the feature bits set by the device constructors, the datacenter
+	 * path's conditional orb $0x20) is not an initialiser: nothing shows it
+	 * runs when every device is set up. The immediate gains the mask bit
+	 * when that is proven.
 	 */
 	for (size_t k = 0; k < g->nstores; ++k) {
 		struct lc_store *s = &g->stores[k];
 		struct win *w = &c->w[k];
 
-		if (!w->ok || s->rmw || s->orig == LC_UNKNOWN)
+		if (!w->ok || s->orig == LC_UNKNOWN)
 			continue;
-		for (int j = w->ncand - 1; j >= 0; --j) {
+		if (s->rmw) {
 			struct lc_rewrite rw;
 
-			if (!decode(c, w->cand[j], NULL, 0) || c->insn->id != X86_INS_OR)
+			if (!s->imm_form || !entry_store(c, s) || !decode(c, s->addr, NULL, 0) ||
+			    (c->insn->id != X86_INS_OR && c->insn->id != X86_INS_BTS))
 				continue;
-			uint8_t imm = (uint8_t)c->insn->detail->x86.operands[1].imm;
-
-			if (imm & m) {
-				/* Already includes the bit: patched before, or open by design. */
-				if (s->orig == LC_SETS) {
-					s->has_mask_or = true;
-					s->or_imm = imm;
-					g->already_set++;
+			s->entry = true;
+			if (s->orig == LC_SETS) {
+				/* already includes the bit: patched before, or open by design */
+				s->has_mask_or = true;
+				s->or_imm = (uint8_t)(c->insn->detail->x86.operands[1].imm >> (8 * -s->lo));
+				g->already_set++;
+			} else if (make_rewrite(c, s->addr, m, true, &rw)) {
+				rw.store = s->addr;
+				if (try_rewrite(c, k, &rw, true, why, sizeof(why))) {
+					s->init_or = true;
+					s->or_imm = (uint8_t)(c->insn->detail->x86.operands[1].imm >> (8 * -s->lo));
+					if (add_plan(g, &rw) < 0)
+						return refuse(g, "Out of memory");
+				} else if (getenv("NVS_LIBCUDA_DEBUG")) {
+					fprintf(stderr, "init 0x%" PRIx64 ": %s\n", s->addr, why);
 				}
-				continue;
 			}
-			if (!make_rewrite(c, w->cand[j], m, true, &rw))
-				continue;
-			rw.store = s->addr;
-			if (!try_rewrite(c, k, &rw, why, sizeof(why))) {
-				if (getenv("NVS_LIBCUDA_DEBUG"))
-					fprintf(stderr, "init 0x%" PRIx64 " at 0x%" PRIx64 ": %s\n", s->addr, rw.vaddr, why);
-			} else {
-				s->init_or = true;
-				s->or_imm = imm;
-				if (add_plan(g, &rw) < 0)
-					return refuse(g, "Out of memory");
-				break;
+		} else {
+			for (int j = w->ncand - 1; j >= 0; --j) {
+				struct lc_rewrite rw;
+
+				if (w->cand[j] == s->addr || !decode(c, w->cand[j], NULL, 0) ||
+				    c->insn->id != X86_INS_OR)
+					continue;
+				uint8_t imm = (uint8_t)c->insn->detail->x86.operands[1].imm;
+
+				if (imm & m) {
+					/* Already includes the bit: patched before, or open by design. */
+					if (s->orig == LC_SETS && !s->has_mask_or) {
+						s->has_mask_or = true;
+						s->or_imm = imm;
+						g->already_set++;
+					}
+					continue;
+				}
+				if (!make_rewrite(c, w->cand[j], m, true, &rw))
+					continue;
+				rw.store = s->addr;
+				if (!try_rewrite(c, k, &rw, true, why, sizeof(why))) {
+					if (getenv("NVS_LIBCUDA_DEBUG"))
+						fprintf(stderr, "init 0x%" PRIx64 " at 0x%" PRIx64 ": %s\n", s->addr, rw.vaddr, why);
+				} else {
+					s->init_or = true;
+					s->or_imm = imm;
+					if (add_plan(g, &rw) < 0)
+						return refuse(g, "Out of memory");
+					break;
+				}
 			}
 		}
+		if (s->init_or || s->has_mask_or) {
+			s->init = true;
+			g->ninit++;
+		}
+	}
+	if (!g->ninit) {
+		char setters[160] = "";
+		size_t l = 0;
+
+		for (size_t k = 0; k < g->nstores && l < sizeof(setters) - 24; ++k)
+			if (g->stores[k].orig == LC_COMPUTED || g->stores[k].orig == LC_SETS)
+				l += snprintf(setters + l, sizeof(setters) - l, "%s0x%" PRIx64, l ? ", " : "",
+					      g->stores[k].addr);
+		if (!l)
+			return refuse(g, "No initialiser of the capability byte was identified (a store that ORs constant bits into it, built in a register or at the start of a routine), and no store can set bit 0x%02x",
+				      m);
+		return refuse(g, "No initialiser of the capability byte was identified (a store that ORs constant bits into it, built in a register or at the start of a routine); the only stores that could set bit 0x%02x (%s) are not shown to run when a device is set up",
+			      m, setters);
 	}
 	/* Fixpoint: every store must set or preserve the bit in the patched image. */
 	for (size_t iter = 0; iter <= g->nstores; ++iter) {
@@ -1297,7 +1656,7 @@ static int plan(struct ctx *c)
 					if (!make_rewrite(c, w->cand[j], m, want_or, &rw))
 						continue;
 					rw.store = s->addr;
-					if (try_rewrite(c, k, &rw, w2, sizeof(w2))) {
+					if (try_rewrite(c, k, &rw, s->init, w2, sizeof(w2))) {
 						if (add_plan(g, &rw) < 0)
 							return refuse(g, "Out of memory");
 						fixed = changed = true;
@@ -1330,12 +1689,14 @@ static int plan(struct ctx *c)
 		else if (!l && s->rmw && s->orig == LC_PRESERVES && s->now == LC_SETS)
 			snprintf(s->note, sizeof(s->note), "keeps the bit; set by the rewritten store before it");
 	}
-	bool any_set = false;
+	/* Every path through each initialiser now sets the bit. */
+	for (size_t k = 0; k < g->nstores; ++k) {
+		struct lc_store *s = &g->stores[k];
 
-	for (size_t k = 0; k < g->nstores; ++k)
-		any_set |= g->stores[k].now == LC_SETS && !g->stores[k].rmw;
-	if (!any_set)
-		return refuse(g, "No initialiser of the capability byte can be made to set the bit with a proven rewrite");
+		if (s->init && s->now != LC_SETS)
+			return refuse(g, "The initialiser at 0x%" PRIx64 " (%s) does not set bit 0x%02x on every path, even with the planned rewrites",
+				      s->addr, s->text, m);
+	}
 	g->ok = true;
 	return 0;
 }
@@ -1358,6 +1719,16 @@ int lc_gate_analyse(const struct lc_elf *e, struct lc_gate *g)
 	}
 	if (locate(&c) || scan_stores(&c))
 		goto out;
+	if (lc_bulk_scan(e, g->field, &g->bulk, &g->nbulk, g->reason, sizeof(g->reason))) {
+		g->ok = false;
+		goto out;
+	}
+	for (size_t k = 0; k < g->nbulk; ++k)
+		if (g->bulk[k].dest == LC_DEST_DEVICE) {
+			refuse(g, "%s at 0x%" PRIx64 " overwrites %" PRIu64 " bytes from %+" PRId64 " of the device structure (the code before it reaches the byte through %s): it rewrites bit 0x%02x and no same-length change can keep it",
+			       g->bulk[k].what, g->bulk[k].addr, g->bulk[k].len, g->bulk[k].at, g->bulk[k].base, g->mask);
+			goto out;
+		}
 	if (!g->nstores) {
 		refuse(g, "No instruction stores to the capability byte +0x%x", g->field);
 		goto out;
@@ -1385,6 +1756,12 @@ int lc_gate_analyse(const struct lc_elf *e, struct lc_gate *g)
 			finish_window(&c, k);
 	ret = plan(&c);
 out:
+	if (!g->ok) {
+		/* a refusal offers no rewrites: a partial plan is never a plan */
+		free(g->plan);
+		g->plan = NULL;
+		g->nplan = 0;
+	}
 	if (c.w)
 		for (size_t k = 0; k < g->nstores; ++k)
 			lc_emu_free(&c.w[k].orig);
@@ -1401,6 +1778,7 @@ out:
 
 void lc_gate_free(struct lc_gate *g)
 {
+	free(g->bulk);
 	free(g->stores);
 	free(g->plan);
 	memset(g, 0, sizeof(*g));

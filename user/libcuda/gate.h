@@ -13,8 +13,10 @@
  * binary itself: cuDeviceGetAttribute -> relocated slot -> implementation
  * -> attribute dispatcher -> jump table -> the branches for attributes 116
  * and 124 -> the capability byte and mask they test. Then every store to
- * that byte is found, emulated and classified, and same-length rewrites are
- * planned so that no store can leave the bit clear.
+ * that byte, in any form, is found, emulated and classified, the
+ * initialisers are identified, and same-length rewrites are planned so
+ * that every initialiser sets the bit and no store can leave it clear;
+ * whatever cannot be shown is a refusal (ok false, the reason, no plan).
  */
 enum lc_effect {
 	LC_SETS,		/* the bit is set afterwards, always */
@@ -33,18 +35,43 @@ struct lc_rewrite {
 	uint64_t store;		/* the store it is for */
 };
 
+/*
+ * A store that writes the capability byte: built in a register and stored,
+ * a read-modify-write with an immediate (or/and/bts/btr), a move of an
+ * immediate, any of them wider than a byte as long as it covers the byte.
+ */
 struct lc_store {
 	uint64_t addr;
 	uint8_t len;
 	char text[80];
 	bool rmw;		/* the store instruction reads the byte itself */
 	bool addr_taken;	/* lea of the byte: the address escapes */
+	bool imm_form;		/* or/and/bts/btr/mov with an immediate, to memory */
+	bool entry;		/* the first thing its routine does: no branch or call before it */
+	bool init;		/* an initialiser (see lc_gate_analyse) */
+	int8_t lo;		/* first byte written, relative to the capability byte */
+	uint8_t width;		/* bytes written */
 	uint64_t win_start;
 	enum lc_effect orig, now;	/* before and after the planned rewrites */
 	bool init_or;		/* carries an or-immediate into the byte */
 	bool has_mask_or;	/* ... which already includes the mask */
 	uint8_t or_imm;
 	char note[256];
+};
+
+/*
+ * A bulk write (memset/memcpy/memmove call, rep stos/movs) of a constant
+ * length that covers the byte's offset from its destination.
+ */
+enum lc_dest { LC_DEST_STACK, LC_DEST_FRESH, LC_DEST_DEVICE, LC_DEST_UNPROVEN };
+
+struct lc_bulk {
+	uint64_t addr;
+	char what[24];		/* "memset", "memcpy", "rep stosq" ... */
+	uint64_t len;
+	int64_t at;		/* destination offset from its base register */
+	char base[8];		/* the base register */
+	enum lc_dest dest;
 };
 
 struct lc_gate {
@@ -61,6 +88,10 @@ struct lc_gate {
 	struct lc_rewrite *plan;
 	size_t nplan;
 	size_t already_set;		/* init stores that already set the bit */
+	size_t ninit;			/* initialisers identified */
+	size_t nhits;			/* displacement hits examined */
+	struct lc_bulk *bulk;
+	size_t nbulk;
 	bool located;			/* the gate was found */
 	bool ok;			/* the plan is proven (possibly empty) */
 	char reason[512];		/* why not, when !ok */
@@ -70,5 +101,6 @@ struct lc_gate {
 int lc_gate_analyse(const struct lc_elf *e, struct lc_gate *g);
 void lc_gate_free(struct lc_gate *g);
 const char *lc_effect_name(enum lc_effect e);
+const char *lc_dest_name(enum lc_dest d);
 
 #endif

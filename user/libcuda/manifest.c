@@ -77,7 +77,7 @@ int lc_manifest_read(const char *path, struct lc_manifest *m, char *err, size_t 
 		if (!strcmp(line, MAGIC))
 			magic = !strcmp(val, "1");
 		S(tool_version); S(mode); S(source); S(source_sha256); S(driver_version);
-		S(output); S(output_sha256); S(backup); S(created);
+		S(output); S(output_sha256); S(backup); S(created); S(name_version); S(version_mismatch);
 		else if (!strcmp(line, "field"))
 			m->field = strtoul(val, NULL, 0);
 		else if (!strcmp(line, "mask"))
@@ -140,6 +140,10 @@ int lc_manifest_write(const char *path, const struct lc_manifest *m, char *err, 
 	fprintf(f, "tool_version\t%s\nmode\t%s\ncreated\t%s\n", m->tool_version, m->mode, m->created);
 	fprintf(f, "source\t%s\nsource_sha256\t%s\ndriver_version\t%s\n", m->source, m->source_sha256,
 		m->driver_version);
+	if (m->name_version[0])
+		fprintf(f, "name_version\t%s\n", m->name_version);
+	if (m->version_mismatch[0])
+		fprintf(f, "version_mismatch\t%s\n", m->version_mismatch);
 	fprintf(f, "output\t%s\noutput_sha256\t%s\n", m->output, m->output_sha256);
 	if (m->backup[0])
 		fprintf(f, "backup\t%s\n", m->backup);

@@ -23,7 +23,9 @@ struct lc_manifest {
 	char mode[16];			/* "copy" or "in-place" */
 	char source[4096];
 	char source_sha256[65];
-	char driver_version[64];
+	char driver_version[64];	/* embedded in the library (else from its name) */
+	char name_version[64];		/* from the file name, when it has one */
+	char version_mismatch[192];	/* why the two differ; empty when they agree */
 	char output[4096];
 	char output_sha256[65];
 	char backup[4096];		/* in-place only */

@@ -59,6 +59,8 @@ static void fill_manifest(struct lc_manifest *m, const struct lc_report *r, cons
 	snprintf(m->source, sizeof(m->source), "%s", r->path);
 	snprintf(m->source_sha256, sizeof(m->source_sha256), "%s", r->sha);
 	snprintf(m->driver_version, sizeof(m->driver_version), "%s", r->version);
+	snprintf(m->name_version, sizeof(m->name_version), "%s", r->name_version);
+	snprintf(m->version_mismatch, sizeof(m->version_mismatch), "%s", r->version_mismatch);
 	snprintf(m->output, sizeof(m->output), "%s", out);
 	snprintf(m->output_sha256, sizeof(m->output_sha256), "%s", out_sha);
 	m->field = r->g.field;
@@ -145,6 +147,28 @@ static int make_dirs(const char *dir, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The copy an earlier `patch --out' left in outdir, when it is not the one
+ * about to be published: named by the folder's manifest, a libcuda.so.*
+ * right in outdir. Anything else in the folder is the admin's and stays.
+ */
+static void previous_copy(const char *mpath, const char *outdir, const char *output, char *prev, size_t len)
+{
+	struct lc_manifest old;
+	char err[256];
+	const char *b;
+	size_t n = strlen(outdir);
+
+	prev[0] = 0;
+	if (lc_manifest_read(mpath, &old, err, sizeof(err)))
+		return;
+	b = strrchr(old.output, '/');
+	if (b && (size_t)(b - old.output) == n && !strncmp(old.output, outdir, n) &&
+	    !strncmp(b + 1, "libcuda.so.", 11) && strchr(b + 12, '.') && strcmp(old.output, output))
+		snprintf(prev, len, "%s", old.output);
+	lc_manifest_free(&old);
+}
+
 static int patch_copy(const struct lc_report *r, const char *out, const char *state, const uint8_t *img,
 		      mode_t mode, struct lc_manifest *m, struct lc_patch_result *res, char *err, size_t errlen)
 {
@@ -190,9 +214,15 @@ static int patch_copy(const struct lc_report *r, const char *out, const char *st
 	fill_manifest(m, r, "copy", res->output, res->output_sha256);
 	manifest_sites(m, r, res->sites);
 	if (!res->up_to_date) {
+		char prev[PATH_MAX + 160] = "";
+
+		previous_copy(mpath, res->outdir, res->output, prev, sizeof(prev));
 		ret = lc_manifest_write(mpath, m, err, errlen);
 		if (ret)
 			return ret;
+		/* the copy of another driver this folder held goes once the new one is in place */
+		if (prev[0] && !unlink(prev))
+			snprintf(res->removed, sizeof(res->removed), "%s", prev);
 	}
 	nvs_fsync_dir(res->outdir);
 	return 0;
@@ -265,6 +295,35 @@ int lc_patch(const char *path, const char *out, const char *state, struct lc_pat
 		snprintf(err, errlen, "Refusing to patch `%s': %s", path, r->why);
 		goto out;
 	}
+	if (r->v == LC_PATCHED && !out) {
+		char mp[PATH_MAX];
+		struct lc_manifest im;
+
+		/* patched in place by us before: say so, and where the backup is */
+		if (!lc_state_manifest_find(state, path, mp, sizeof(mp), &im, err, errlen)) {
+			bool ours = !strcmp(im.output_sha256, r->sha);
+
+			if (ours) {
+				snprintf(res->output, sizeof(res->output), "%s", path);
+				snprintf(res->output_sha256, sizeof(res->output_sha256), "%s", r->sha);
+				snprintf(res->source_sha256, sizeof(res->source_sha256), "%s", im.source_sha256);
+				snprintf(res->backup, sizeof(res->backup), "%s", im.backup);
+				snprintf(res->created, sizeof(res->created), "%s", im.created);
+				snprintf(res->driver_version, sizeof(res->driver_version), "%s", im.driver_version);
+				snprintf(res->source, sizeof(res->source), "%s", path);
+			}
+			lc_manifest_free(&im);
+			if (ours) {
+				ret = -EEXIST;
+				snprintf(err, errlen, "`%s' is already patched in place", path);
+				goto out;
+			}
+		}
+		ret = -EALREADY;
+		snprintf(err, errlen, "Refusing to patch `%s' in place: it is already patched (%s), but %s records no in-place patch of this file; restore the original library first",
+			 path, r->why, state);
+		goto out;
+	}
 	ret = -EALREADY;
 	if (r->v == LC_PATCHED || r->v == LC_NOT_NEEDED) {
 		snprintf(err, errlen, "Refusing to patch `%s': it is already %s (%s); patch the original library instead%s%s",
@@ -291,6 +350,7 @@ int lc_patch(const char *path, const char *out, const char *state, struct lc_pat
 	snprintf(res->source, sizeof(res->source), "%s", path);
 	snprintf(res->source_sha256, sizeof(res->source_sha256), "%s", r->sha);
 	snprintf(res->driver_version, sizeof(res->driver_version), "%s", r->version);
+	snprintf(res->version_mismatch, sizeof(res->version_mismatch), "%s", r->version_mismatch);
 	lc_sha256_hex(img, r->elf.size, res->output_sha256);
 	if (stat(path, &st) < 0)
 		st.st_mode = 0644;
@@ -323,8 +383,7 @@ int lc_restore(const char *path, const char *state, struct lc_restore_result *re
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	lc_state_manifest_path(state, path, mpath, sizeof(mpath));
-	ret = lc_manifest_read(mpath, &m, err, errlen);
+	ret = lc_state_manifest_find(state, path, mpath, sizeof(mpath), &m, err, errlen);
 	if (ret) {
 		if (ret == -ENOENT)
 			snprintf(err, errlen, "No in-place patch of `%s' is recorded in `%s'; nothing to restore",

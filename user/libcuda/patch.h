@@ -25,6 +25,9 @@ struct lc_patch_result {
 	char output_sha256[65];
 	char outdir[PATH_MAX];		/* copies only */
 	char backup[PATH_MAX];		/* in place only */
+	char created[40];		/* -EEXIST: when the in-place patch was made */
+	char version_mismatch[192];	/* the file name names another driver version */
+	char removed[PATH_MAX + 160];	/* copies: the previous driver's copy, removed */
 	struct lc_msite *sites;
 	size_t nsites;
 };
@@ -33,7 +36,9 @@ struct lc_patch_result {
  * Patches the library at path (absolute, as lc_pick_lib() gives it) into
  * the directory out, or in place when out is NULL (state: where backups and
  * in-place manifests live). Returns 0, or with a message in err:
- * -EALREADY (already patched, or not needed), -EPROTONOSUPPORT (no proven
+ * -EEXIST (in place: already patched in place by nvsidecar; res says when
+ * and where the backup is), -EALREADY (already patched otherwise, or not
+ * needed), -EPROTONOSUPPORT (no proven
  * patch for this layout), -EINVAL (the driver version cannot be told, or
  * the output would overwrite the source), another -errno (I/O).
  */

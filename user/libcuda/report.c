@@ -9,6 +9,9 @@
 #include "libcuda/report.h"
 #include "libcuda/sha256.h"
 
+/* Messages quote paths and versions into fixed buffers; truncating them is fine. */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
 static const char *const vname[] = {
 	[LC_UNPATCHED] = "unpatched",
 	[LC_PATCHED] = "patched",
@@ -148,11 +151,42 @@ void lc_check_manifest(const char *mpath, const struct lc_manifest *m, struct lc
 	}
 }
 
+/*
+ * In-place manifests are named for the library's file name and a hash of
+ * its full path, so libraries of the same name in different directories
+ * (the host's and a container tree's) keep separate records. Manifests of
+ * earlier versions were named for the file name alone; they are still read
+ * when they are about this very path.
+ */
 void lc_state_manifest_path(const char *state, const char *target, char *buf, size_t len)
 {
 	const char *b = strrchr(target, '/');
+	char h[65];
 
-	snprintf(buf, len, "%s/inplace-%s.manifest", state, b ? b + 1 : target);
+	lc_sha256_hex((const uint8_t *)target, strlen(target), h);
+	snprintf(buf, len, "%s/inplace-%s-%.12s.manifest", state, b ? b + 1 : target, h);
+}
+
+int lc_state_manifest_find(const char *state, const char *target, char *path, size_t len,
+			   struct lc_manifest *m, char *err, size_t errlen)
+{
+	const char *b = strrchr(target, '/');
+	int r;
+
+	for (int old = 0; old < 2; ++old) {
+		if (old)
+			snprintf(path, len, "%s/inplace-%s.manifest", state, b ? b + 1 : target);
+		else
+			lc_state_manifest_path(state, target, path, len);
+		r = lc_manifest_read(path, m, err, errlen);
+		if (!r && strcmp(m->output, target)) {
+			lc_manifest_free(m);
+			r = -ENOENT;
+		}
+		if (r != -ENOENT)
+			return r;
+	}
+	return -ENOENT;
 }
 
 /* Manifests that concern this library: beside it, in-place ones, on LD_LIBRARY_PATH. */
@@ -187,10 +221,9 @@ static size_t find_manifests(const char *lib, const char *state, struct lc_stale
 			lc_manifest_free(&m);
 		}
 	}
-	lc_state_manifest_path(state, lib, path, sizeof(path));
 	struct lc_manifest m;
 
-	if (n < max && !lc_manifest_read(path, &m, err, sizeof(err))) {
+	if (n < max && !lc_state_manifest_find(state, lib, path, sizeof(path), &m, err, sizeof(err))) {
 		lc_check_manifest(path, &m, &out[n++]);
 		if (!*have_beside && !strcmp(m.output, lib)) {
 			*beside = m;
@@ -236,6 +269,38 @@ static void cross_check(struct lc_report *r)
 		 "the derived field, mask or changed bytes differ from the table");
 }
 
+/*
+ * The driver version: the one embedded in the library (lc_elf_driver_version),
+ * cross-checked against the file name. A library renamed to another
+ * version is reported, and patched and recorded under its real one.
+ */
+static void version_of(struct lc_report *r)
+{
+	char emb[64];
+	bool conflict = false;
+	bool named = version_from_name(r->path, r->name_version, sizeof(r->name_version));
+	int n = lc_elf_driver_version(&r->elf, emb, sizeof(emb), &conflict);
+
+	if (!named)
+		r->name_version[0] = 0;
+	if (n) {
+		snprintf(r->version, sizeof(r->version), "%s", emb);
+		r->version_source = "embedded";
+		if (named && strcmp(emb, r->name_version))
+			snprintf(r->version_mismatch, sizeof(r->version_mismatch),
+				 "the file is named for driver %s but the library inside is %s", r->name_version, emb);
+		else if (conflict)
+			snprintf(r->version_mismatch, sizeof(r->version_mismatch),
+				 "the library names more than one driver version; %s comes first", emb);
+	} else if (named) {
+		snprintf(r->version, sizeof(r->version), "%s", r->name_version);
+		r->version_source = "file name";
+	} else {
+		snprintf(r->version, sizeof(r->version), "%s", r->known ? r->known->version : "unknown");
+		r->version_source = r->known ? "known table" : "none";
+	}
+}
+
 int lc_analyse(const char *path, const char *state, struct lc_report *r, char *err, size_t errlen)
 {
 	struct stat st;
@@ -251,8 +316,7 @@ int lc_analyse(const char *path, const char *state, struct lc_report *r, char *e
 		r->size = st.st_size;
 	lc_sha256_hex(r->elf.map, r->elf.size, r->sha);
 	r->known = lc_known_by_hash(r->sha);
-	if (!version_from_name(path, r->version, sizeof(r->version)))
-		snprintf(r->version, sizeof(r->version), "%s", r->known ? r->known->version : "unknown");
+	version_of(r);
 	lc_gate_analyse(&r->elf, &r->g);
 	r->nstale = find_manifests(path, state, r->stale, LC_MAX_MANIFESTS, &r->beside, &r->have_beside);
 	if (r->have_beside && strcmp(r->beside.output_sha256, r->sha) &&

@@ -39,7 +39,10 @@ struct lc_stale {
 struct lc_report {
 	char path[PATH_MAX];
 	char sha[65];
-	char version[64];
+	char version[64];		/* embedded in the library, else from its name */
+	char name_version[64];		/* from the file name ("" when it has none) */
+	const char *version_source;	/* "embedded", "file name", "known table" or "none" */
+	char version_mismatch[192];	/* why name and library disagree ("" when they agree) */
 	uint64_t size;
 	struct lc_elf elf;
 	bool elf_ok;
@@ -76,5 +79,12 @@ bool lc_report_stale(const struct lc_report *r);
 void lc_check_manifest(const char *mpath, const struct lc_manifest *m, struct lc_stale *s);
 /* Where `patch --in-place' records what it did to target. */
 void lc_state_manifest_path(const char *state, const char *target, char *buf, size_t len);
+/*
+ * The in-place manifest about target (this path exactly), also under the
+ * name earlier versions used. 0 with *m filled (and its path in path),
+ * -ENOENT, or -EINVAL with err when it is malformed.
+ */
+int lc_state_manifest_find(const char *state, const char *target, char *path, size_t len,
+			   struct lc_manifest *m, char *err, size_t errlen);
 
 #endif

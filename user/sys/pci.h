@@ -92,8 +92,12 @@ struct nvs_pci_id {
 	uint16_t vendor, device;
 };
 
+/* A dump larger than this is not lspci output (a thousand devices take 16 MiB). */
+#define NVS_PCI_DUMP_MAX (64 << 20)
+
 /*
- * Scans from sysfs (dump == NULL) or from an lspci -x/-xxx/-xxxx dump.
+ * Scans from sysfs (dump == NULL) or from an lspci -x/-xxx/-xxxx dump,
+ * which is read exactly once ("-": standard input; a pipe or <(...) works).
  * extra_gpus lists ids treated as GPUs besides NVIDIA display controllers.
  * Returns 0, or -errno with an admin-readable message in err.
  */
