@@ -135,6 +135,8 @@ static int nvs_put_gpu(struct sk_buff *skb, struct nvs_gpu *gpu)
 		flags |= NVS_GPU_F_SIMULATED;
 	if (gpu->driver_bound)
 		flags |= NVS_GPU_F_DRIVER_BOUND;
+	if (gpu->simulated && !gpu->free_sim)
+		flags |= NVS_GPU_F_SIM_OWNED;
 
 	if (nla_put_u32(skb, NVS_A_GPU_INDEX, gpu->index) ||
 	    nla_put_string(skb, NVS_A_GPU_BUSID, nvs_gpu_busid(gpu)) ||
@@ -154,7 +156,9 @@ static int nvs_put_gpu(struct sk_buff *skb, struct nvs_gpu *gpu)
 			      NVS_A_PAD) ||
 	    nla_put_u64_64bit(skb, NVS_A_GPU_LAST_SAMPLE_NS,
 			      gpu->last_sample_ns, NVS_A_PAD) ||
-	    nla_put_u64_64bit(skb, NVS_A_GPU_SEQ, gpu->seq, NVS_A_PAD))
+	    nla_put_u64_64bit(skb, NVS_A_GPU_SEQ, gpu->seq, NVS_A_PAD) ||
+	    nla_put_u64_64bit(skb, NVS_A_GPU_MMIO_READS, gpu->mmio_reads,
+			      NVS_A_PAD))
 		return -EMSGSIZE;
 
 	nest = nla_nest_start(skb, NVS_A_GPU_SENSORS);

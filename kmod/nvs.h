@@ -56,7 +56,14 @@ struct nvs_gpu {
 	const char *name;		/* marketing name */
 	unsigned int index;		/* gpuN */
 	int bar;			/* BAR holding the registers */
-	bool simulated;
+	bool simulated;			/* named by sim= */
+	/*
+	 * A simulated GPU read whatever its driver does (sim= without
+	 * "owned"): the tests' fixture device. Every other GPU, real or
+	 * simulated with "owned", follows the ownership rules: it is read
+	 * only while a driver other than vfio-pci is bound.
+	 */
+	bool free_sim;
 
 	struct mutex lock;		/* everything below */
 	bool driver_bound;
@@ -71,6 +78,7 @@ struct nvs_gpu {
 	struct nvs_sensor sensor[NVS_MAX_SENSORS];
 	u64 samples;
 	u64 unavailable;
+	u64 mmio_reads;			/* every readl() of a register */
 	u64 crossings;
 	u64 last_sample_ns;
 	u64 seq;			/* seq of the newest ring entry, 0 = none */

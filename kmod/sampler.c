@@ -38,7 +38,7 @@
 static bool nvs_may_sample(const struct nvs_gpu *gpu)
 {
 	return gpu->mapped && !gpu->removed &&
-	       (gpu->simulated || gpu->driver_bound);
+	       (gpu->free_sim || gpu->driver_bound);
 }
 
 /* A device without the PM capability cannot leave D0. */
@@ -58,9 +58,19 @@ static bool nvs_in_d0(struct pci_dev *pdev)
 }
 
 /*
- * Checks everything that must hold before the BAR is touched. Returns true
- * with *rpm telling whether a runtime PM reference is to be put afterwards;
- * false with the status updated.
+ * Checks everything that must hold before the BAR is touched, and keeps it
+ * so until nvs_access_end(). Returns true with *rpm telling whether a
+ * runtime PM reference is to be put afterwards; false with the status
+ * updated.
+ *
+ * The checks alone would be check-then-use: a reset started between them
+ * and the reads (sysfs "reset", a driver's pci_reset_function()) turns
+ * decoding off and resets the device under the reads, which some servers
+ * escalate to a fatal error. Every reset path holds the device's config
+ * access lock (pci_dev_lock()) for the whole reset, so holding it across
+ * the pass excludes them; a pass that finds it taken is skipped instead of
+ * waiting. It blocks only userspace config accesses (lspci), for the few
+ * microseconds of a pass; the kernel's own config reads below still work.
  */
 static bool nvs_access_begin(struct nvs_gpu *gpu, bool *rpm)
 {
@@ -70,23 +80,28 @@ static bool nvs_access_begin(struct nvs_gpu *gpu, bool *rpm)
 	int ret;
 
 	*rpm = false;
+	if (!pci_cfg_access_trylock(pdev)) {
+		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE,
+				   "reset or config access in progress");
+		return false;
+	}
 	if (pci_channel_offline(pdev)) {
 		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE,
 				   "PCI channel offline");
-		return false;
+		goto err_unlock;
 	}
 
 	ret = compat_rpm_get_if_active(&pdev->dev);
 	if (ret == 0) {
 		nvs_gpu_set_status(gpu, NVS_STATUS_ASLEEP, "runtime-suspended");
-		return false;
+		goto err_unlock;
 	}
 	if (ret > 0) {
 		*rpm = true;
 	} else if (ret != -EINVAL) {	/* -EINVAL: runtime PM disabled */
 		snprintf(why, sizeof(why), "runtime PM error %d", ret);
 		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE, why);
-		return false;
+		goto err_unlock;
 	}
 
 	if (!nvs_in_d0(pdev)) {
@@ -111,14 +126,27 @@ err_put:
 	if (*rpm)
 		pm_runtime_put(&pdev->dev);
 	*rpm = false;
+err_unlock:
+	pci_cfg_access_unlock(pdev);
 	return false;
+}
+
+static void nvs_access_end(struct nvs_gpu *gpu, bool rpm)
+{
+	/* pm_runtime_put(), not _autosuspend: it must not extend the timer */
+	if (rpm)
+		pm_runtime_put(&gpu->pdev->dev);
+	pci_cfg_access_unlock(gpu->pdev);
 }
 
 static u32 nvs_read(struct nvs_gpu *gpu, u32 off)
 {
 	void __iomem *reg = nvs_gpu_reg(gpu, off);
 
-	return reg ? readl(reg) : ~0U;
+	if (!reg)
+		return ~0U;
+	gpu->mmio_reads++;
+	return readl(reg);
 }
 
 static void nvs_update(struct nvs_gpu *gpu, unsigned int i, bool valid, s32 mc)
@@ -193,8 +221,7 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 			all_ones = false;
 		__set_bit(i, rd);
 	}
-	if (rpm)
-		pm_runtime_put(&gpu->pdev->dev);
+	nvs_access_end(gpu, rpm);
 	now = ktime_get_ns();
 
 	if (all_ones) {
@@ -281,8 +308,7 @@ void nvs_sample_presence(struct nvs_gpu *gpu)
 		raw = nvs_read(gpu, cs[i].off);
 		gpu->sensor[i].present = !nvs_raw_poison(raw);
 	}
-	if (rpm)
-		pm_runtime_put(&gpu->pdev->dev);
+	nvs_access_end(gpu, rpm);
 }
 
 static bool nvs_sampler_idle(struct nvs_gpu *gpu)

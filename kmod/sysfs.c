@@ -17,6 +17,7 @@
  *   threshold_crossings  0444  threshold crossings, all sensors
  *   last_sample_ns       0444  CLOCK_MONOTONIC ns of the last sample, 0: none
  *   seq                  0444  sequence number of the newest sample, 0: none
+ *   mmio_reads           0444  32-bit register reads done so far
  *   simulated            0444  1 for a sim= device, else 0
  *   dmabuf_last_probe    0444  summary of the last dma-buf probe, or "none"
  *
@@ -135,6 +136,7 @@ NVS_U64_ATTR(unavailable_reads, unavailable);
 NVS_U64_ATTR(threshold_crossings, crossings);
 NVS_U64_ATTR(last_sample_ns, last_sample_ns);
 NVS_U64_ATTR(seq, seq);
+NVS_U64_ATTR(mmio_reads, mmio_reads);
 
 static ssize_t simulated_show(struct device *dev,
 			      struct device_attribute *attr, char *buf)
@@ -173,6 +175,7 @@ static struct attribute *nvs_gpu_attrs[] = {
 	&dev_attr_threshold_crossings.attr,
 	&dev_attr_last_sample_ns.attr,
 	&dev_attr_seq.attr,
+	&dev_attr_mmio_reads.attr,
 	&dev_attr_simulated.attr,
 	&dev_attr_dmabuf_last_probe.attr,
 	NULL

@@ -27,6 +27,7 @@
  *     NVS_A_GPU_CROSSINGS: u64       threshold crossings, all sensors
  *     NVS_A_GPU_LAST_SAMPLE_NS: u64  CLOCK_MONOTONIC ns of the last sample
  *     NVS_A_GPU_SEQ: u64             sequence number of the newest sample
+ *     NVS_A_GPU_MMIO_READS: u64      32-bit register reads done so far
  *     NVS_A_GPU_SENSORS: nest
  *       NVS_A_GPU_SENSOR: nest, repeated, in sensor id order; memory
  *                         modules absent from the board are left out
@@ -156,7 +157,10 @@ enum nvs_status {
 enum nvs_gpu_flag {
 	NVS_GPU_F_SIMULATED = 1U << 0,
 	NVS_GPU_F_DRIVER_BOUND = 1U << 1,
-	__NVS_GPU_F_ALL = NVS_GPU_F_SIMULATED | NVS_GPU_F_DRIVER_BOUND
+	/* simulated, and read only while a driver owns it (sim=...:owned) */
+	NVS_GPU_F_SIM_OWNED = 1U << 2,
+	__NVS_GPU_F_ALL = NVS_GPU_F_SIMULATED | NVS_GPU_F_DRIVER_BOUND |
+			  NVS_GPU_F_SIM_OWNED
 };
 
 enum nvs_event {
@@ -202,6 +206,8 @@ enum nvs_attr {
 	NVS_A_EVENT_TYPE,
 	NVS_A_EVENT_TS_NS,
 	NVS_A_PAD,
+	/* added after version 1's first release: numbered after PAD */
+	NVS_A_GPU_MMIO_READS,
 	__NVS_A_LAST
 };
 #define NVS_A_MAX (__NVS_A_LAST - 1)
