@@ -94,8 +94,10 @@ fi
 # The control: the fixture sim reads whatever is bound, so the same slow
 # unbind must show the trap. This is what the check above would see if
 # nvsidecar kept reading into remove().
+# (The other seven GPUs on demand: reading all eight at 1000 Hz would
+# take most of the emulated CPU.)
 nvs_unload
-nvs_load sample_hz=1000 || { t_fail owned-bind-reload "insmod failed"; exit 0; }
+nvs_load sample_hz=0 || { t_fail owned-bind-reload "insmod failed"; exit 0; }
 own_bind 1
 slow_unbind 1
 trap_raw=$(own_trap_raw)
@@ -154,7 +156,8 @@ for n in 0 1 2 3; do
 	[[ $(reads "$n") == "${r[$n]}" && $(st "$n") == "no-driver: no driver bound" ]] || still=0
 done
 ((still)) && t_pass owned-storm-quiet-after || t_fail owned-storm-quiet-after "an unbound GPU was still read or not no-driver: $(for n in 0 1 2 3; do echo -n "$n:$(st "$n")/$(reads "$n") "; done)"
-for n in 0 1 2 3; do own_bind "$n"; done
+# back to 50 Hz for the checks: four GPUs at 1000 Hz slow emulation down
+for n in 0 1 2 3; do echo 50 >"$(sim_class "$n")/sample_hz"; own_bind "$n"; done
 ok=1
 for n in 0 1 2 3; do
 	wait_for 5 '[[ $(st '"$n"') == ok ]]' || ok=0

@@ -171,13 +171,14 @@ else
 	# sees it while reset_prepare() holds the reset open.
 	seen=/tmp/owned-reset-seen
 	: >"$seen"
-	(for _ in $(seq 30); do sim $g get ch0; done >"$seen" 2>/dev/null) &
+	rm -f "$seen.stop"
+	(while [[ ! -e $seen.stop ]]; do sim $g get ch0; done >"$seen" 2>/dev/null) &
 	spid=$!
 	dmesg_mark "owned resets"
 	rc=0
 	for _ in 1 2 3; do echo 1 >"$d/reset" || rc=$?; done
-	kill "$spid" 2>/dev/null
-	wait "$spid" 2>/dev/null
+	: >"$seen.stop"
+	wait "$spid"
 	t_eq owned-reset-writes "$rc $(own_attr $g reset_prepares) $(own_attr $g reset_dones)" "0 $((p0 + 3)) $((p0 + 3))"
 	if grep -qx "$OWN_TRAP_RAW" "$seen"; then
 		t_pass owned-reset-trap-armed
