@@ -23,7 +23,7 @@ ifneq ($(MODDIR),.)
 	@mkdir -p $(MODDIR)
 	@cp -p --parents $(KSRC) $(MODDIR)/
 endif
-	$(MAKE) -C $(KDIR) M=$(abspath $(MODDIR)) $(if $(W),W=$(W)) $(if $(C),C=$(C)) modules
+	$(MAKE) -C $(KDIR) M=$(abspath $(MODDIR)) $(if $(W),W=$(W)) $(if $(C),C=$(C)) $(if $(CHECK),CHECK=$(CHECK)) modules
 
 clean-module:
 	$(MAKE) -C $(KDIR) M=$(abspath $(MODDIR)) clean

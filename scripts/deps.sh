@@ -24,6 +24,9 @@ if ((${#missing[@]})); then
 	export DEBIAN_FRONTEND=noninteractive
 	$sudo apt-get update -qq
 	$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	# What this machine lacked, for tests/fresh-machine.sh to take away.
+	$sudo mkdir -p /var/lib/nvsidecar
+	printf '%s\n' "${missing[@]}" | $sudo tee -a /var/lib/nvsidecar/deps-installed >/dev/null
 fi
 
 # The debug kernel (KASAN, lockdep, kmemleak) lives beside the project.

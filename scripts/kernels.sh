@@ -131,7 +131,7 @@ kern_resolve() {
 		KVERSION=$(<"$dir/version")
 		KDIR=$dir/tree
 		if [[ -f $dir/image/ready ]]; then
-			KIMG=$dir/image/boot/vmlinuz-$KREL
+			KIMG=$(<"$dir/image/vmlinuz")
 			KMODROOT=$dir/image
 		fi
 		return 0
@@ -217,16 +217,17 @@ kern_prepare() {
 		echo "kernels: $hpkg has no include/generated/utsrelease.h" >&2
 		return 1
 	fi
-	# What modules_prepare never reads is left in the tarball: other
-	# architectures, selftests, and the C files of drivers,
-	# file systems, networking and sound (every Kconfig and Makefile stays,
-	# olddefconfig reads them all).
+	# What modules_prepare never reads is left in the tarball: the sources
+	# of other architectures, selftests, and the C files of drivers, file
+	# systems, networking and sound. Every Kconfig and Makefile stays:
+	# olddefconfig reads them all (7.x's crypto/Kconfig sources every
+	# architecture's).
 	local excl=(--exclude='*/tools/testing'
 		--exclude='*/drivers/*.c' --exclude='*/fs/*.c' --exclude='*/net/*.c' --exclude='*/sound/*.c')
 	local a
 	for a in alpha arc arm arm64 csky hexagon ia64 loongarch m68k microblaze mips nios2 \
 		openrisc parisc powerpc riscv s390 sh sparc um xtensa h8300 c6x nds32; do
-		excl+=(--exclude="*/arch/$a")
+		excl+=(--exclude="*/arch/$a/*.[chS]" --exclude="*/arch/$a/boot/dts")
 	done
 	# Only the source tarball is needed from linux-source; stream it out of
 	# the package instead of unpacking the .deb to disk first.
@@ -287,11 +288,62 @@ kern_fetch_image() {
 		echo "kernels: depmod failed for the $lane image (log: $dir/prepare.log)" >&2
 		return 1
 	}
-	[[ -r $img/boot/vmlinuz-$rel ]] || {
-		echo "kernels: the $lane image has no boot/vmlinuz-$rel" >&2
+	# 7.x packages put the image beside the modules.
+	for f in "$img/boot/vmlinuz-$rel" "$img/lib/modules/$rel/vmlinuz"; do
+		[[ -r $f ]] && break
+	done
+	[[ -r $f ]] || {
+		echo "kernels: the $lane image has neither boot/vmlinuz-$rel nor lib/modules/$rel/vmlinuz" >&2
 		return 1
 	}
+	echo "$f" >"$img/vmlinuz"
 	touch "$img/ready"
+}
+
+# kern_sparse KDIR: prints the sparse to run as CHECK for the tree at KDIR.
+# Kernels from 6.14 on refuse a sparse without __typeof_unqual__
+# (scripts/checker-valid.sh), which Debian 12's sparse lacks; for them the
+# newest sparse source in Debian (sid) is built once, with this machine's
+# compiler, into $NVS_CACHE/sparse/VERSION.
+kern_sparse() {
+	local kdir=$1 sys dir ver work
+	sys=$(command -v sparse) || { echo "kernels: sparse is not installed (scripts/deps.sh installs it)" >&2; return 1; }
+	if [[ ! -f $kdir/scripts/checker-valid.sh ]] ||
+		[[ $(sh "$kdir/scripts/checker-valid.sh" "$sys" --arch=x86 -mlittle-endian -m64 2>/dev/null) == 1 ]]; then
+		echo "$sys"
+		return 0
+	fi
+	dir=$NVS_CACHE/apt/sid-src
+	mkdir -p "$dir"
+	[[ -f $dir/sources.list ]] ||
+		echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main" \
+			>"$dir/sources.list"
+	_kern_apt sid-src update >"$dir/update.log" 2>&1
+	ver=$(_kern_apt_cache sid-src showsrc sparse 2>/dev/null | sed -n 's/^Version: //p' | sort -V | tail -n 1)
+	if [[ -z $ver ]]; then
+		# The archive is unreachable: any sparse built before will do.
+		ver=$(ls "$NVS_CACHE/sparse" 2>/dev/null | sort -V | tail -n 1)
+		[[ -n $ver && -x $NVS_CACHE/sparse/$ver/sparse ]] ||
+			{ echo "kernels: no sparse source in sid (log: $dir/update.log)" >&2; return 1; }
+	fi
+	if [[ ! -x $NVS_CACHE/sparse/$ver/sparse ]]; then
+		work=$NVS_CACHE/sparse/$ver.build
+		rm -rf "$work"
+		mkdir -p "$work"
+		if ! (cd "$work" && _kern_apt sid-src source --download-only "sparse=$ver" &&
+			dpkg-source -x ./*.dsc src && make -C src -j"$(nproc)" CC=gcc sparse) >"$work.log" 2>&1; then
+			echo "kernels: building sparse $ver from sid's source failed (log: $work.log)" >&2
+			return 1
+		fi
+		mkdir -p "$NVS_CACHE/sparse/$ver"
+		cp "$work/src/sparse" "$NVS_CACHE/sparse/$ver/sparse"
+		rm -rf "$work"
+	fi
+	if [[ $(sh "$kdir/scripts/checker-valid.sh" "$NVS_CACHE/sparse/$ver/sparse" --arch=x86 -mlittle-endian -m64 2>/dev/null) != 1 ]]; then
+		echo "kernels: neither Debian's sparse nor sid's $ver passes $kdir/scripts/checker-valid.sh" >&2
+		return 1
+	fi
+	echo "$NVS_CACHE/sparse/$ver/sparse"
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then

@@ -18,8 +18,23 @@ set -u
 . "$(dirname "$0")/../lib.sh"
 
 name=pkg
-kernels=(6.1.0-57-amd64 6.12.117+deb12-amd64)
-dbg=6.12.118-nvsdebug
+# shellcheck source=../../scripts/kernels.sh
+. "$NVS_TOP/scripts/kernels.sh"
+# The installed Debian kernels (scripts/deps.sh installs them; their ABI is
+# read from the metapackages, never written here). A missing one fails.
+kernels=()
+for lane in 6.1 6.12; do
+	if kern_resolve "$lane"; then
+		kernels+=("$KREL")
+	else
+		t_fail "$name: kernel $lane" "$KERR"
+	fi
+done
+# Another kernel for the header hook: the debug kernel (beside the clone).
+dbg=
+kern_resolve debug
+drc=$? dwhy=$KERR
+((drc == 0)) && dbg=$KREL
 ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$NVS_TOP/dkms.conf")
 
 ((EUID == 0)) || { t_skip "$name" "needs root (dpkg -i, dkms)"; exit 0; }
@@ -167,7 +182,7 @@ else
 fi
 
 # --- 4. a kernel whose headers arrive later -------------------------------------
-if [[ -e /lib/modules/$dbg/build/include ]]; then
+if [[ -n $dbg ]]; then
 	t0=$SECONDS
 	# What Debian's linux-headers packages run from their postinst.
 	run /etc/kernel/header_postinst.d/dkms "$dbg"
@@ -177,8 +192,10 @@ if [[ -e /lib/modules/$dbg/build/include ]]; then
 	else
 		t_fail "$name: dkms autoinstall for $dbg" "status \`$st' $(why)"
 	fi
+elif ((drc == 2)); then
+	t_skip "$name: dkms autoinstall for another kernel" "no debug kernel: $dwhy"
 else
-	t_skip "$name: dkms autoinstall for another kernel" "no headers for $dbg (scripts/deps.sh installs them from ../shared/kernels)"
+	t_fail "$name: dkms autoinstall for another kernel" "$dwhy"
 fi
 
 # --- 5. a broken upgrade ----------------------------------------------------------
