@@ -74,7 +74,10 @@ readers_pass() {
 # A reading written while asleep: a reader that woke the GPU and read it
 # would show 99 °C somewhere above.
 sim $g temp ch0 $((OWN_TRAP_MC / 1000)) >/dev/null
-for hz in 0 1000; do
+# (The debug lane: on demand only, where readers start passes themselves.)
+hzs=(0 1000)
+((OWN_DEBUG)) && hzs=(0)
+for hz in "${hzs[@]}"; do
 	echo $hz >"$c/sample_hz"
 	nvs_sleep 0.2
 	readers_pass "owned-pm-no-wake-${hz}hz"
@@ -84,19 +87,25 @@ sim $g fixture gb202 >/dev/null
 # Held awake by its owner, it is read; released, it goes back to sleep,
 # also with the sampler at 1000 Hz taking references every millisecond.
 echo "[${SECONDS}s] hold and release"
+echo 1000 >"$c/sample_hz"
 r0=$(own_attr $g runtime_resumes)
 own_hold $g 1
 wait_for 5 '[[ $(st '$g') == ok ]]'
 t_eq owned-pm-held-ok "$(st $g) $(rpm $g) $(read_err "$(hw_temp "$h" ch0)_input" 2>&1)" "ok active $OWN_CH0_MC"
 t_eq owned-pm-held-one-resume "$(own_attr $g runtime_resumes)" $((r0 + 1))
-# The readers' checks above can tell: awake, the same filters find numbers.
-out=$(as_user sensors 2>&1 | awk '/^nvsidecar-/ { on = 1; next } /^$/ { on = 0 } on && /^ch0: +[+-][0-9]/')
-js=$(as_user "$NVS_BIN" thermal --json 2>&1 | jq -r --arg b "${d##*/}" \
-	'.gpus[] | select(.busid == $b) | "\(.status) \([.sensors[] | select(.valid or .mc != null)] | length)"')
-if [[ $out == ch0:* && $js == "ok "[1-9]* ]]; then
-	t_pass owned-pm-held-readers-see-numbers
+# The readers' checks above can tell: awake, the same filters find numbers
+# (a check of this file's filters, not of the kernel: not in the debug lane).
+if ((OWN_DEBUG)); then
+	t_skip owned-pm-held-readers-see-numbers "the control of the filters runs in the Debian lanes (time)"
 else
-	t_fail owned-pm-held-readers-see-numbers "sensors: \`$out', thermal --json: $js"
+	out=$(as_user sensors 2>&1 | awk '/^nvsidecar-/ { on = 1; next } /^$/ { on = 0 } on && /^ch0: +[+-][0-9]/')
+	js=$(as_user "$NVS_BIN" thermal --json 2>&1 | jq -r --arg b "${d##*/}" \
+		'.gpus[] | select(.busid == $b) | "\(.status) \([.sensors[] | select(.valid or .mc != null)] | length)"')
+	if [[ $out == ch0:* && $js == "ok "[1-9]* ]]; then
+		t_pass owned-pm-held-readers-see-numbers
+	else
+		t_fail owned-pm-held-readers-see-numbers "sensors: \`$out', thermal --json: $js"
+	fi
 fi
 m0=$(reads $g)
 own_hold $g 0
@@ -167,24 +176,10 @@ else
 	own_trap $g
 	own_set reset_delay_ms 500
 	p0=$(own_attr $g reset_prepares) s0=$(read_err "$c/samples")
-	# The trap is armed: a reader of the register file (not nvsidecar)
-	# sees it while reset_prepare() holds the reset open.
-	seen=/tmp/owned-reset-seen
-	: >"$seen"
-	rm -f "$seen.stop"
-	(while [[ ! -e $seen.stop ]]; do sim $g get ch0; done >"$seen" 2>/dev/null) &
-	spid=$!
 	dmesg_mark "owned resets"
 	rc=0
 	for _ in 1 2 3; do echo 1 >"$d/reset" || rc=$?; done
-	: >"$seen.stop"
-	wait "$spid"
 	t_eq owned-reset-writes "$rc $(own_attr $g reset_prepares) $(own_attr $g reset_dones)" "0 $((p0 + 3)) $((p0 + 3))"
-	if grep -qx "$OWN_TRAP_RAW" "$seen"; then
-		t_pass owned-reset-trap-armed
-	else
-		t_skip owned-reset-trap-armed "the nvsim poller never ran inside a reset window ($(sort -u "$seen" | tr '\n' ' '))"
-	fi
 	t_eq owned-reset-trap-never-read "$(read_err "$(hw_temp "$h" ch0)_highest" 2>&1)" "$OWN_CH0_MC"
 	own_set reset_delay_ms 0
 	own_set trap_bar -1
@@ -198,5 +193,5 @@ else
 	dmesg_check owned-reset-dmesg
 fi
 
+# (kmemleak: t-owned-bind.sh, and the scan at the end of the debug boot)
 own_cleanup
-kmemleak_check owned-pm-kmemleak

@@ -25,12 +25,17 @@
 #   peak_ch0 N             the ch0 peak (m°C) that netlink reports, "null"
 #                          when there is none
 #   load_owned [PARAM=V..] loads nvsidecar with every simulated GPU owned
+#   OWN_DEBUG              1 in the debug lane, where KASAN, lockdep and TCG
+#                          make every step several times slower: the files
+#                          run fewer cycles and leave out their controls
 
 NVS_OWNED_SIM=1af4:1110:2:gb202:owned
 OWN_PARAMS=/sys/module/nvsowner/parameters
 # What the gb202 fixture holds in ch0, and the trap's reading (nvsim).
 OWN_CH0_MC=90215
 OWN_TRAP_MC=99000
+OWN_DEBUG=0
+[[ ${NVS_LANE:-} == debug ]] && OWN_DEBUG=1
 
 own_load() {
 	[[ -d /sys/module/nvsowner ]] && return 0
