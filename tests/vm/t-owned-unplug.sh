@@ -21,6 +21,19 @@ if ((NVS_GPUS < 6)); then
 	t_skip owned-unplug "needs 6 simulated GPUs (run-vm -g 6 or more), has $NVS_GPUS"
 	exit 0
 fi
+# QEMU 7.2 offers ACPI hotplug on q35's root ports; a kernel without
+# CONFIG_HOTPLUG_PCI_ACPI (the debug lane's) registers no slot for them and
+# never answers device_del, which then leaves QEMU's device half-deleted.
+for n in 2 3 4; do
+	own_hotplug_slot $n && continue
+	if [[ -d /sys/module/acpiphp ]]; then
+		why="slots: $(echo /sys/bus/pci/slots/*)"
+	else
+		why="$NVS_KVER has no ACPI PCI hotplug driver (acpiphp, CONFIG_HOTPLUG_PCI_ACPI), which QEMU 7.2's q35 root ports use"
+	fi
+	t_skip owned-unplug "no hotplug driver manages the slot of GPU $n ($(sim_bdf $n)), so QEMU's device_del cannot complete: $why"
+	exit 0
+done
 work=$(mktemp -d /tmp/owned-unplug.XXXXXX)
 sim_fixture_all gb202
 own_load autosuspend_ms=-1 || { t_fail owned-unplug-owner-load "insmod nvsowner.ko failed"; exit 0; }
@@ -119,7 +132,7 @@ else
 		if [[ -z $bad ]] && grep -q 'done=[1-9]' "$work/probe" && grep -q 'enodev=[1-9]' "$work/probe"; then
 			t_pass owned-dmabuf-probes-clean
 		else
-			t_fail owned-dmabuf-probes-clean "${bad:-no round both completed probes and saw -ENODEV: $(tr '\n' ' ' <"$work/probe")}"
+			t_fail owned-dmabuf-probes-clean "${bad:-no round both completed probes and saw -ENODEV: $(tr '\n' ' ' <"$work/probe" | cut -c1-300)}"
 		fi
 	else
 		kill -KILL -- -$ppid $ppid 2>/dev/null

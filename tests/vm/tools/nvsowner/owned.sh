@@ -25,6 +25,9 @@
 #   peak_ch0 N             the ch0 peak (m°C) that netlink reports, "null"
 #                          when there is none
 #   load_owned [PARAM=V..] loads nvsidecar with every simulated GPU owned
+#   own_hotplug_slot N     true when a hotplug driver manages GPU N's slot
+#                          (sim_unplug needs one: QEMU asks the guest to
+#                          eject, and nothing happens without a driver)
 #   OWN_DEBUG              1 in the debug lane, where KASAN, lockdep and TCG
 #                          make every step several times slower: the files
 #                          run fewer cycles and leave out their controls
@@ -54,7 +57,8 @@ own_dev() {
 
 own_bound() {
 	local l
-	l=$(readlink "$(own_dev "$1")/driver" 2>/dev/null) || return 1
+	# cd -P in a subshell rather than readlink: no exec
+	l=$(cd -P "$(own_dev "$1")/driver" 2>/dev/null && echo "$PWD") || return 1
 	[[ $l == */nvsowner ]]
 }
 
@@ -97,6 +101,15 @@ peak_ch0() {
 }
 
 load_owned() { nvs_load "sim=$NVS_OWNED_SIM" "$@"; }
+
+own_hotplug_slot() {
+	local b s
+	b=$(sim_bdf "$1") || return 1
+	for s in /sys/bus/pci/slots/*/address; do
+		[[ -f $s && $(<"$s") == "${b%.*}" ]] && return 0
+	done
+	return 1
+}
 
 # own_trap_raw: the raw ch0 word that reads as OWN_TRAP_MC, as nvsim
 # encodes it. The last simulated GPU's register file is borrowed for it and
