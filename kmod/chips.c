@@ -5,8 +5,8 @@
  * comment says which reading is implemented.
  */
 #include <linux/kernel.h>
-#include <linux/math.h>
 #include <linux/string.h>
+#include "compat.h"
 #include "nvs.h"
 #include "chips.h"
 

@@ -443,8 +443,8 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 	}
 
 	rep->step = NVS_DMABUF_STEP_FENCE;
-	left = dma_resv_wait_timeout(buf->resv, DMA_RESV_USAGE_KERNEL, true,
-				     msecs_to_jiffies(NVS_DMABUF_FENCE_MS));
+	left = compat_dma_resv_wait_kernel(buf->resv, true,
+					   msecs_to_jiffies(NVS_DMABUF_FENCE_MS));
 	if (left <= 0) {
 		ret = left ? (int)left : -ETIMEDOUT;
 		if (ret == -ERESTARTSYS)

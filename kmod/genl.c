@@ -4,8 +4,8 @@
  *
  * The "nvsidecar" family, as documented in uapi/nvsidecar.h. Built from
  * full struct genl_ops with a policy per op (kernel-compat.md): no split
- * ops, no resv_start_op, no .validate, so the same code registers on 5.15
- * through 6.19 and every op parses strictly (unknown attributes, wrong
+ * ops, no resv_start_op, no .validate, so the same code registers on 5.10
+ * through 7.3 and every op parses strictly (unknown attributes, wrong
  * lengths and trailing bytes are rejected by the core, with extack).
  *
  * The "events" group is open to every user: it carries the same

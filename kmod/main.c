@@ -16,7 +16,7 @@ unsigned int nvs_default_hz = 50;
 
 static int sample_hz_set(const char *val, const struct kernel_param *kp)
 {
-	return param_set_uint_minmax(val, kp, 0, NVS_SAMPLE_HZ_MAX);
+	return compat_param_set_uint_minmax(val, kp, 0, NVS_SAMPLE_HZ_MAX);
 }
 
 static const struct kernel_param_ops sample_hz_ops = {
