@@ -42,6 +42,7 @@ unsigned int nvs_gen;
 
 static DEFINE_MUTEX(nvs_attach_lock);
 static unsigned int nvs_next_index;
+static bool nvs_unloading;		/* under nvs_attach_lock */
 
 #define NVS_SIM_MAX	8
 
@@ -237,7 +238,7 @@ static int nvs_map(struct nvs_gpu *gpu, char *why, size_t whylen)
 	memcpy(gpu->win, win, sizeof(win[0]) * n);
 	gpu->nwin = n;
 	WRITE_ONCE(gpu->mapped, true);
-	nvs_sample_presence(gpu);
+	nvs_sample_probe_modules(gpu);
 	mutex_unlock(&gpu->lock);
 	return 0;
 
@@ -251,6 +252,34 @@ err_unmap:
 static bool nvs_driver_owns(const struct device_driver *drv)
 {
 	return drv && strcmp(drv->name, "vfio-pci");
+}
+
+/* A device that sim= names without ":owned" (the sim list is fixed at load). */
+static bool nvs_is_free_sim(const struct pci_dev *pdev)
+{
+	unsigned int i;
+
+	for (i = 0; i < nvs_nsims; i++)
+		if (nvs_sims[i].vendor == pdev->vendor &&
+		    nvs_sims[i].device == pdev->device)
+			return !nvs_sims[i].owned;
+	return false;
+}
+
+enum nvs_importer nvs_core_importer_check(struct pci_dev *pdev)
+{
+	const struct device_driver *drv = pdev->dev.driver;
+
+	device_lock_assert(&pdev->dev);
+	if (!device_is_registered(&pdev->dev))
+		return NVS_IMPORTER_REMOVED;
+	if (nvs_is_free_sim(pdev))
+		return NVS_IMPORTER_OK;
+	if (!drv)
+		return NVS_IMPORTER_NO_DRIVER;
+	if (!nvs_driver_owns(drv))
+		return NVS_IMPORTER_VFIO;
+	return NVS_IMPORTER_OK;
 }
 
 /* nvs_attach_lock held. A driver owns the GPU (or it is a free sim): map. */
@@ -281,6 +310,30 @@ static void nvs_attach(struct nvs_gpu *gpu)
 	nvs_gpu_set_status(gpu, NVS_STATUS_OK, "");
 	nvs_sampler_set_hz(gpu, gpu->sample_hz);	/* wakes the sampler */
 	mutex_unlock(&gpu->lock);
+}
+
+void nvs_core_refresh_hwmon(struct nvs_gpu *gpu)
+{
+	bool stale;
+
+	/*
+	 * trylock: nvs_del() stops this thread while holding the lock, and
+	 * an attach or detach under way registers the chip anew anyway.
+	 */
+	if (!mutex_trylock(&nvs_attach_lock))
+		return;
+	mutex_lock(&gpu->lock);
+	stale = gpu->hwmon_stale && gpu->mapped && !gpu->removed;
+	WRITE_ONCE(gpu->hwmon_stale, false);
+	mutex_unlock(&gpu->lock);
+	if (stale && gpu->hwmon) {
+		/* the channel list is fixed at registration: register anew */
+		nvs_hwmon_unregister(gpu);
+		if (nvs_hwmon_register(gpu))
+			pci_warn(gpu->pdev, "gpu%u: no hwmon device after a memory module appeared\n",
+				 gpu->index);
+	}
+	mutex_unlock(&nvs_attach_lock);
 }
 
 /* nvs_attach_lock held. Stop register access first, then tidy up. */
@@ -336,7 +389,8 @@ static void nvs_add(struct pci_dev *pdev)
 	unsigned int i;
 	int bar, ret;
 
-	if (!nvs_match(pdev, &chip, &name, &bar, &simulated, &free_sim) ||
+	if (nvs_unloading ||
+	    !nvs_match(pdev, &chip, &name, &bar, &simulated, &free_sim) ||
 	    nvs_find(pdev))
 		return;
 
@@ -362,6 +416,7 @@ static void nvs_add(struct pci_dev *pdev)
 	gpu->free_sim = free_sim;
 	gpu->index = nvs_next_index++;
 	gpu->sample_hz = nvs_default_hz;
+	gpu->mem_hz = nvs_default_mem_hz;
 	gpu->nsensors = min_t(unsigned int, chip->nsensors, NVS_MAX_SENSORS);
 	for (i = 0; i < gpu->nsensors; i++)
 		gpu->sensor[i].present = true;
@@ -543,7 +598,7 @@ static int nvs_sim_parse(const char *param)
 		}
 		ret = nvs_sim_parse_one(entry, &sim);
 		if (ret == -ENOENT) {
-			pr_err("sim: unknown chip in `%s' (known: gb202, gb203, gb205, ad102, ad103, ad104, ad106, ad107, ga102, ga104, ga104gl, ga106)\n",
+			pr_err("sim: unknown chip in `%s' (known: gb202, gb203, gb205, ad102, ad102gl, ad103, ad104, ad104gl, ad106, ad107, ga102, ga102gl, ga104, ga104gl, ga106)\n",
 			       copy);
 			ret = -EINVAL;
 			break;
@@ -609,13 +664,22 @@ void nvs_core_uninit(void)
 {
 	struct nvs_gpu *gpu, *tmp;
 
-	/* no PCI device comes or goes while the GPUs are torn down */
+	/*
+	 * Every GPU goes first, the notifier last: while GPU 0..k-1 are torn
+	 * down, GPU k's driver may unbind, and its BUS_NOTIFY_UNBIND_DRIVER
+	 * must still stop GPU k's sampler before the driver's remove() runs.
+	 * Unbinding does not take the rescan lock, which only keeps devices
+	 * from being added or deleted meanwhile; nvs_unloading keeps a device
+	 * that appears anyway from being added to the emptied list.
+	 * bus_unregister_notifier() waits for events in flight, which take
+	 * nvs_attach_lock: it is not held then.
+	 */
 	pci_lock_rescan_remove();
-	bus_unregister_notifier(&pci_bus_type, &nvs_pci_nb);
-
 	mutex_lock(&nvs_attach_lock);
+	nvs_unloading = true;
 	list_for_each_entry_safe(gpu, tmp, &nvs_gpus, node)
 		nvs_del(gpu);
 	mutex_unlock(&nvs_attach_lock);
+	bus_unregister_notifier(&pci_bus_type, &nvs_pci_nb);
 	pci_unlock_rescan_remove();
 }
