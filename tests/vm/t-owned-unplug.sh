@@ -7,10 +7,10 @@
 # device_del (sim_unplug):
 #   - during netlink dumps (thermal --dump, status --json in loops): every
 #     run ends cleanly, the GPU leaves the dump, and nvsidecar stops reading
-#     before the owner's remove() (slowed to 1 s) begins;
+#     before the owner's remove() (slowed to 3 s) begins;
 #   - during dma-buf probes naming the removed GPU as importer, and the
 #     removed GPU as the one compared: each probe completes or fails with
-#     -ENODEV;
+#     -ENODEV, or -EPERM while the importer is between unbind and deletion;
 #   - put back (device_add), the GPU is found again, unowned until bound.
 set -u
 # shellcheck source=tools/nvsowner/owned.sh
@@ -114,7 +114,10 @@ else
 	t_eq owned-dmabuf-before "$(sed -n 's/.*\bret=\([^ ]*\).*/\1/p' <<<"$out")" 0
 	rm -f "$work/stop"
 	# the importer goes first, then the GPU the buffer is compared with;
-	# the probes run in 2 s rounds, each ending with its tally
+	# the probes run in 2 s rounds, each ending with its tally. A probe
+	# completes, or finds the importer gone (-ENODEV) or, in the moment
+	# between its driver's unbind and its deletion, driverless (-EPERM:
+	# nvsidecar maps a buffer only for a device its own driver holds).
 	(while [[ ! -e $work/stop ]]; do
 		"$probe" --gpu "$ci" --importer "$bi" --count 1000000 --seconds 2 udmabuf 65536 2>&1 | tail -n 1
 	done) >"$work/probe" &
