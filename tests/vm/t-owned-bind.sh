@@ -168,7 +168,7 @@ for n in 0 1 2 3; do
 	[[ $(read_err "$(hw_temp "$(sim_hwmon "$n")" ch0)_input" 2>&1) == "$OWN_CH0_MC" ]] || ok=0
 done
 ((ok)) && t_pass owned-storm-rebind || t_fail owned-storm-rebind "$(for n in 0 1 2 3; do echo -n "$n:$(st "$n") "; done)"
-dmesg_check owned-storm-dmesg
+own_dmesg_check owned-storm-dmesg
 
 # --- rmmod and insmod while the storms run -------------------------------------
 echo "[${SECONDS}s] rmmod and insmod while"
@@ -193,7 +193,7 @@ own_bind 0 && own_bind 2
 load_owned || { t_fail owned-bind-reload "insmod failed"; exit 0; }
 wait_for 5 '[[ $(st 0) == ok && $(st 2) == ok ]]'
 t_eq owned-rmmod-storm-after "$(state 0) $(state 1) $(state 2) $(state 3)" "ok no-driver ok no-driver"
-dmesg_check owned-rmmod-storm-dmesg
+own_dmesg_check owned-rmmod-storm-dmesg
 
 # --- vfio-pci: never read --------------------------------------------------------
 echo "[${SECONDS}s] vfio-pci: never read"
@@ -228,6 +228,6 @@ else
 	echo >"$vd/driver_override"
 fi
 
-dmesg_check owned-vfio-dmesg
+own_dmesg_check owned-vfio-dmesg
 own_cleanup
 kmemleak_check owned-bind-kmemleak

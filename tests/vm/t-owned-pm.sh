@@ -120,7 +120,7 @@ m1=$(reads $g)
 nvs_sleep 0.3
 ((m1 > m0)) && [[ $(reads $g) == "$m1" ]] && t_pass owned-pm-asleep-no-reads ||
 	t_fail owned-pm-asleep-no-reads "mmio_reads $m0 while held, $m1 asleep, $(reads $g) 0.3 s later"
-dmesg_check owned-pm-rpm-dmesg
+own_dmesg_check owned-pm-rpm-dmesg
 
 # --- memory decoding off ----------------------------------------------------------
 echo "[${SECONDS}s] memory decoding"
@@ -160,7 +160,7 @@ else
 	t_skip owned-d3hot "QEMU's ivshmem-plain has no PCI PM capability (no PMCSR to put in D3hot with setpci, and runtime suspend leaves it in D0); the asleep and decode-off paths above are what runs"
 fi
 own_hold $g 0
-dmesg_check owned-decode-dmesg
+own_dmesg_check owned-decode-dmesg
 
 # --- resets while sampling at 1000 Hz ----------------------------------------------
 echo "[${SECONDS}s] resets"
@@ -178,7 +178,7 @@ else
 	p0=$(own_attr $g reset_prepares) s0=$(read_err "$c/samples")
 	dmesg_mark "owned resets"
 	rc=0
-	for _ in 1 2 3; do echo 1 >"$d/reset" || rc=$?; done
+	for _ in 1 2 3; do echo 1 >"$d/reset" || rc=1; done
 	t_eq owned-reset-writes "$rc $(own_attr $g reset_prepares) $(own_attr $g reset_dones)" "0 $((p0 + 3)) $((p0 + 3))"
 	t_eq owned-reset-trap-never-read "$(read_err "$(hw_temp "$h" ch0)_highest" 2>&1)" "$OWN_CH0_MC"
 	own_set reset_delay_ms 0
@@ -190,7 +190,7 @@ else
 	(($(read_err "$c/samples") > s1 && s1 > s0)) && t_pass owned-reset-samples-resume ||
 		t_fail owned-reset-samples-resume "samples $s0 before, $s1 after, $(read_err "$c/samples") 0.3 s later"
 	own_hold $g 0
-	dmesg_check owned-reset-dmesg
+	own_dmesg_check owned-reset-dmesg
 fi
 
 # (kmemleak: t-owned-bind.sh, and the scan at the end of the debug boot)

@@ -88,7 +88,7 @@ else
 	t_pass owned-unplug-gone-from-dump
 fi
 t_eq owned-unplug-others-unaffected "$(st 3) $(st 4)" "ok ok"
-dmesg_check owned-unplug-dump-dmesg
+own_dmesg_check owned-unplug-dump-dmesg
 
 # Back in its slot: a new pci_dev without a driver, found again, unowned
 # (the trap that remove() wrote is cleared first).
@@ -108,7 +108,7 @@ if [[ ! -c /dev/udmabuf ]]; then
 else
 	probe=$NVS_TOOLS/dmabuf_probe
 	imp=3 cmp=4
-	bi=$(sim_bdf $imp) bc=$(sim_bdf $cmp)
+	bi=$(sim_bdf $imp)
 	ci=$(sim_class $cmp) ci=${ci##*/gpu}
 	out=$("$probe" --gpu "$ci" --importer "$bi" udmabuf 65536 2>&1)
 	t_eq owned-dmabuf-before "$(sed -n 's/.*\bret=\([^ ]*\).*/\1/p' <<<"$out")" 0
@@ -143,7 +143,7 @@ else
 	fi
 	out=$("$probe" --importer "$bi" udmabuf 65536 2>&1)
 	t_eq owned-dmabuf-importer-gone "$(sed -n 's/.*\bret=\([^ ]*\).*/\1/p' <<<"$out")" -19
-	dmesg_check owned-unplug-dmabuf-dmesg
+	own_dmesg_check owned-unplug-dmabuf-dmesg
 	for n in $imp $cmp; do sim_replug $n || t_fail owned-dmabuf-replug "device_add of GPU $n failed"; done
 	setpci -d 1af4:1110 COMMAND=2:2
 	for n in $imp $cmp; do sim $n fixture gb202 >/dev/null; own_bind $n; done

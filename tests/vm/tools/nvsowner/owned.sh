@@ -31,6 +31,9 @@
 #   OWN_DEBUG              1 in the debug lane, where KASAN, lockdep and TCG
 #                          make every step several times slower: the files
 #                          run fewer cycles and leave out their controls
+#   own_dmesg_check NAME   dmesg_check after a section; in the debug lane
+#                          the runner's check of the whole file does it
+#                          (three programs less to start per section)
 
 NVS_OWNED_SIM=1af4:1110:2:gb202:owned
 OWN_PARAMS=/sys/module/nvsowner/parameters
@@ -101,6 +104,10 @@ peak_ch0() {
 }
 
 load_owned() { nvs_load "sim=$NVS_OWNED_SIM" "$@"; }
+
+own_dmesg_check() {
+	((OWN_DEBUG)) || dmesg_check "$1"
+}
 
 own_hotplug_slot() {
 	local b s
