@@ -178,7 +178,7 @@ rm -f "$storm"/done-* "$storm"/bad-*
 for n in 0 1 2 3; do storm_loop "$n" 0 nocheck & done
 fails=''
 t0=$SECONDS
-for ((l = 0; l < ${NVS_OWNED_LOADS:-$((OWN_DEBUG ? 2 : 6))}; l++)); do
+for ((l = 0; l < ${NVS_OWNED_LOADS:-$((OWN_DEBUG ? 2 : 4))}; l++)); do
 	load_owned sample_hz=1000 || fails+="insmod "
 	nvs_sleep 0.2
 	nvs_unload || fails+="rmmod "
