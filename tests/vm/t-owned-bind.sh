@@ -14,8 +14,9 @@
 #     the unbind;
 #   - bind/unbind/rebind storms on four GPUs sampled at 1000 Hz;
 #   - rmmod and insmod of nvsidecar while those storms run;
-#   (the debug lane runs fewer cycles: NVS_OWNED_CYCLES, NVS_OWNED_LOADS)
 #   - vfio-pci: never read.
+# The debug lane runs fewer cycles (NVS_OWNED_CYCLES, NVS_OWNED_LOADS
+# override them) and leaves out the control.
 set -u
 # shellcheck source=tools/nvsowner/owned.sh
 . "$NVS_TOP/tests/vm/tools/nvsowner/owned.sh"
@@ -171,7 +172,7 @@ done
 own_dmesg_check owned-storm-dmesg
 
 # --- rmmod and insmod while the storms run -------------------------------------
-echo "[${SECONDS}s] rmmod and insmod while"
+echo "[${SECONDS}s] rmmod and insmod during storms"
 dmesg_mark "owned rmmod storms"
 nvs_unload
 rm -f "$storm"/done-* "$storm"/bad-*
@@ -206,10 +207,10 @@ else
 	own_bind $v
 	wait_for 5 '[[ $(st '$v') == ok ]]'
 	own_unbind $v
+	a=$(reads $v)
 	echo vfio-pci >"$vd/driver_override"
 	dmesg_mark "vfio-pci bind"
 	echo "${vd##*/}" >/sys/bus/pci/drivers_probe
-	a=$(reads $v)
 	nvs_sleep 0.3
 	b=$(reads $v)
 	if [[ $(readlink "$vd/driver" 2>/dev/null) == */vfio-pci ]]; then

@@ -38,8 +38,9 @@ wait_for 5 '[[ $(state '$g') == asleep ]]'
 t_eq owned-pm-asleep "$(st $g)" "asleep: runtime-suspended"
 # What runtime suspend did to the function: D3hot needs the PCI PM
 # capability, which QEMU's ivshmem-plain does not have (Status: Cap-).
+pm_cap() { setpci -s "$1" CAP_PM.w >/dev/null 2>&1; }
 pstate=$(read_err "$d/power_state" 2>&1)
-if (($(printf '%d' "0x$(setpci -s "${d##*/}" STATUS.w)") & 0x10)); then
+if pm_cap "${d##*/}"; then
 	t_eq owned-pm-suspended-d3hot "$pstate" D3hot
 else
 	echo "runtime-suspended GPU is in $pstate: no PM capability, so no D3hot"
@@ -146,12 +147,16 @@ wait_for 5 '[[ $(st '$g') == ok ]]'
 t_eq owned-decode-on-recovers "$(st $g) $(read_err "$(hw_temp "$h" ch0)_input" 2>&1)" "ok $OWN_CH0_MC"
 
 # --- D3hot ---------------------------------------------------------------------------
-if (($(printf '%d' "0x$(setpci -s "${d##*/}" STATUS.w)") & 0x10)) && setpci -s "${d##*/}" CAP_PM >/dev/null 2>&1; then
+if pm_cap "${d##*/}"; then
+	# Behind the kernel's back (current_state still says D0): a real GPU
+	# answers all-ones in D3hot, so "unavailable"; "asleep" where the
+	# module reads PMCSR itself. Never a number either way.
 	setpci -s "${d##*/}" CAP_PM+4.w=3:3
 	wait_for 5 '[[ $(state '$g') != ok ]]'
-	m0=$(reads $g)
-	nvs_sleep 0.3
-	t_eq owned-d3hot-no-reads "$(state $g) $(reads $g)" "asleep $m0"
+	case $(state $g) in
+	asleep | unavailable) t_pass owned-d3hot-state ;;
+	*) t_fail owned-d3hot-state "status $(st $g) in D3hot" ;;
+	esac
 	t_eq owned-d3hot-no-number "$(read_err "$(hw_temp "$h" ch0)_input" 2>&1)" "No data available"
 	setpci -s "${d##*/}" CAP_PM+4.w=0:3
 	wait_for 5 '[[ $(st '$g') == ok ]]'
