@@ -11,7 +11,7 @@ BUILD ?= build
 # The module builds in a per-kernel copy so that several kernels can be
 # built side by side (the tests do); DKMS passes MODDIR=. to build in place.
 MODDIR ?= $(BUILD)/kmod-$(KVER)
-KSRC := Kbuild dkms.conf $(wildcard kmod/*.c kmod/*.h kmod/*.sh kmod/uapi/*.h)
+KSRC := Kbuild dkms.conf $(wildcard kmod/*.c kmod/*.h kmod/*.sh kmod/uapi/*.h kmod/selftest/*.c)
 
 export VERSION
 

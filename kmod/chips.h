@@ -11,15 +11,16 @@
 /* How a raw register value becomes milli-degrees Celsius. */
 enum nvs_decode {
 	NVS_DEC_FIX8,		/* low 16 bits, 1/256 °C (Blackwell die) */
-	NVS_DEC_GDDR7,		/* MR code in bits 23:16 + validity word */
-	NVS_DEC_GDDR7_BCAST,	/* same code, no validity word */
+	NVS_DEC_MR,		/* GDDR6X/7 MR code in bits 23:16 + validity */
+	NVS_DEC_MR_BCAST,	/* same code, no validity word */
 	NVS_DEC_ADA_MEM,	/* bits 11:0, 1/32 °C (Ampere/Ada junction) */
 	NVS_DEC_ADA_HOTSPOT,	/* bits 15:8, whole °C */
+	__NVS_DEC_LAST
 };
 
 /*
  * When a sensor is read. Die sensors are read on every pass; memory sensors
- * change slowly and are read at most NVS_MEM_HZ times a second.
+ * change slowly and are read at most mem_hz times a second (sampler.c).
  */
 enum nvs_kind {
 	NVS_KIND_DIE,
@@ -28,12 +29,10 @@ enum nvs_kind {
 	NVS_KIND_MODULE_MAX,	/* hottest module; register = fallback */
 };
 
-#define NVS_MEM_HZ	10
-
 struct nvs_chip_sensor {
 	const char *label;
 	u32 off;		/* data register, BAR offset */
-	u32 valid_off;		/* validity register (NVS_DEC_GDDR7) */
+	u32 valid_off;		/* validity register (NVS_DEC_MR) */
 	u8 decode;		/* enum nvs_decode */
 	u8 kind;		/* enum nvs_kind */
 };
@@ -66,7 +65,7 @@ const struct nvs_chip *nvs_chip_by_name(const char *name);
 const struct nvs_chip_id *nvs_chip_by_id(u16 vendor, u16 device);
 
 /*
- * Pure decode: raw data register (and validity register for GDDR7) to
+ * Pure decode: raw data register (and validity register for NVS_DEC_MR) to
  * milli-degrees. Returns false, leaving *mc alone, when the value is not a
  * temperature: all-ones, 0xBADFxxxx poison, validity bits off, or outside
  * the plausible range of the format.

@@ -1,21 +1,28 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Every kernel API difference between 5.15 and 6.19 that the module meets,
- * in one place. The COMPAT_* switches come from compile probes
- * (kmod/conftest.sh, run by Kbuild), not from version numbers, because
- * distro and stable kernels backport API changes.
+ * Every kernel API difference that the module meets between Linux 5.10
+ * (the oldest kernel a CI build lane compiles: Debian bullseye) and 7.3
+ * (experimental's release candidate), in one place. The COMPAT_* switches
+ * come from compile probes (kmod/conftest.sh, run by Kbuild), not from
+ * version numbers, because distro and stable kernels backport API changes
+ * (Debian's 6.1 has timer_delete_sync(), bullseye's 5.10.223 has
+ * param_set_uint_minmax(); neither is in its mainline release).
  */
 #ifndef _NVS_COMPAT_H
 #define _NVS_COMPAT_H
 
 #include <linux/device.h>
+#include <linux/dma-resv.h>
+#include <linux/kernel.h>
 #include <linux/module.h>
+#include <linux/moduleparam.h>
 #include <linux/pm_runtime.h>
+#include <linux/scatterlist.h>
 #include <net/genetlink.h>
 #include "conftest.h"
 
-#ifndef GENL_MCAST_CAP_NET_ADMIN
-#define GENL_MCAST_CAP_NET_ADMIN GENL_UNS_ADMIN_PERM
+#ifdef COMPAT_LINUX_MATH_H
+#include <linux/math.h>
 #endif
 
 #ifndef GENL_REQ_ATTR_CHECK
@@ -33,6 +40,10 @@
 #define compat_dump_attrs(cb) (genl_dumpit_info(cb)->attrs)
 #endif
 
+#ifndef COMPAT_NLA_STRSCPY
+#define nla_strscpy nla_strlcpy
+#endif
+
 #ifdef COMPAT_CLASS_CREATE_NO_OWNER
 #define compat_class_create(name) class_create(name)
 #else
@@ -46,21 +57,26 @@
 #define compat_rpm_get_if_active(dev) pm_runtime_get_if_active(dev, true)
 #endif
 
-#ifdef COMPAT_HRTIMER_SETUP
-#define compat_hrtimer_setup hrtimer_setup
+#ifdef COMPAT_PARAM_SET_UINT_MINMAX
+#define compat_param_set_uint_minmax param_set_uint_minmax
 #else
-#include <linux/hrtimer.h>
-static inline void compat_hrtimer_setup(struct hrtimer *t,
-					enum hrtimer_restart (*fn)(struct hrtimer *),
-					clockid_t clock, enum hrtimer_mode mode)
+static inline int compat_param_set_uint_minmax(const char *val,
+					       const struct kernel_param *kp,
+					       unsigned int min, unsigned int max)
 {
-	hrtimer_init(t, clock, mode);
-	t->function = fn;
-}
-#endif
+	unsigned int num;
+	int ret;
 
-#ifndef COMPAT_TIMER_DELETE_SYNC
-#define timer_delete_sync del_timer_sync
+	if (!val)
+		return -EINVAL;
+	ret = kstrtouint(val, 0, &num);
+	if (ret)
+		return ret;
+	if (num < min || num > max)
+		return -EINVAL;
+	*((unsigned int *)kp->arg) = num;
+	return 0;
+}
 #endif
 
 #ifdef COMPAT_MODULE_IMPORT_NS_STRING
@@ -77,11 +93,47 @@ static inline void compat_hrtimer_setup(struct hrtimer *t,
 #endif
 
 /*
- * hwmon_chip_info.info: `const struct hwmon_channel_info **` before 6.4,
- * `... * const *` since. A non-const array of const pointers assigns to
- * both, so declare it as
- *	static const struct hwmon_channel_info *nvs_info[] = { ... };
- * COMPAT_HWMON_INFO_CONST_PTRS is there for code that needs to know.
+ * The fences the kernel itself puts on a buffer (a move, a clear) before
+ * its contents may be used: DMA_RESV_USAGE_KERNEL since 5.19. Before, the
+ * same fences were the exclusive one, which wait_all/test_all = false
+ * selects; before 5.15 the functions carried an _rcu suffix.
+ */
+static inline long compat_dma_resv_wait_kernel(struct dma_resv *resv,
+					       bool intr, unsigned long timeout)
+{
+#if defined(COMPAT_DMA_RESV_USAGE)
+	return dma_resv_wait_timeout(resv, DMA_RESV_USAGE_KERNEL, intr, timeout);
+#elif defined(COMPAT_DMA_RESV_WAIT_TIMEOUT)
+	return dma_resv_wait_timeout(resv, false, intr, timeout);
+#else
+	return dma_resv_wait_timeout_rcu(resv, false, intr, timeout);
+#endif
+}
+
+static inline bool compat_dma_resv_kernel_signaled(struct dma_resv *resv)
+{
+#if defined(COMPAT_DMA_RESV_USAGE)
+	return dma_resv_test_signaled(resv, DMA_RESV_USAGE_KERNEL);
+#elif defined(COMPAT_DMA_RESV_WAIT_TIMEOUT)
+	return dma_resv_test_signaled(resv, false);
+#else
+	return dma_resv_test_signaled_rcu(resv, false);
+#endif
+}
+
+/* 6.2: a P2PDMA segment mapped as a PCI bus address, not through the IOMMU */
+#ifdef COMPAT_SG_DMA_IS_BUS_ADDRESS
+#define compat_sg_dma_is_bus_address(sg) sg_dma_is_bus_address(sg)
+#else
+#define compat_sg_dma_is_bus_address(sg) ((void)(sg), false)
+#endif
+
+/*
+ * Not probed, because one spelling builds everywhere:
+ * hwmon_chip_info.info is `const struct hwmon_channel_info **` before 6.4
+ * and `... * const *` since; a non-const array of const pointers assigns
+ * to both (hwmon.c). MODULE_IMPORT_NS(DMA_BUF) before 5.16, where dma-buf
+ * had no namespace, imports an unused one, which modpost accepts.
  */
 
 #endif /* _NVS_COMPAT_H */

@@ -13,18 +13,25 @@ set -u
 
 cc=$1
 cflags=$2
-tmp=${TMPDIR:-/tmp}/nvs-conftest.$$
-trap 'rm -f "$tmp".c' EXIT INT TERM
+# DKMS runs this as root: a private directory, never a predictable name
+# another user could have planted a symlink at.
+tmpdir=$(mktemp -d "${TMPDIR:-/tmp}/nvs-conftest.XXXXXXXX") || {
+	echo "conftest.sh: cannot create a temporary directory in ${TMPDIR:-/tmp}" >&2
+	exit 1
+}
+trap 'rm -rf "$tmpdir"' EXIT
+trap 'exit 1' INT TERM
+src=$tmpdir/conftest.c
 
 compiles() {
-	printf '%s\n' "$1" >"$tmp".c
+	printf '%s\n' "$1" >"$src"
 	# shellcheck disable=SC2086 # cflags is a word list by design
 	$cc $cflags -DKBUILD_MODNAME='"nvs_conftest"' \
 		-DKBUILD_BASENAME='"conftest"' \
 		-fsyntax-only -Werror=implicit-function-declaration \
 		-Werror=incompatible-pointer-types -Werror=int-conversion \
 		-Werror=implicit-int -Werror=missing-prototypes -Werror \
-		"$tmp".c >/dev/null 2>&1
+		"$src" >/dev/null 2>&1
 }
 
 # probe NAME SNIPPET: defines COMPAT_NAME when SNIPPET compiles.
@@ -74,7 +81,8 @@ else
 	echo "#define COMPAT_MODULE_IMPORT_NS_STRING 1"
 fi
 
-# after 6.19: dma_buf_attach_ops.move_notify renamed invalidate_mappings.
+# after 6.19 (7.2 has it): dma_buf_attach_ops.move_notify renamed
+# invalidate_mappings.
 probe DMABUF_INVALIDATE_MAPPINGS '#include <linux/dma-buf.h>
 static const struct dma_buf_attach_ops nvs_conftest_ops = {
 	.invalidate_mappings = NULL,
@@ -82,22 +90,38 @@ static const struct dma_buf_attach_ops nvs_conftest_ops = {
 const void *nvs_conftest(void);
 const void *nvs_conftest(void) { return &nvs_conftest_ops; }'
 
-# 6.13: hrtimer_setup(); 6.2: timer_delete_sync(). Not used by the core
-# (the sampler sleeps on absolute deadlines) but kept for other files.
-probe HRTIMER_SETUP '#include <linux/hrtimer.h>
-void nvs_conftest(struct hrtimer *t, enum hrtimer_restart (*fn)(struct hrtimer *));
-void nvs_conftest(struct hrtimer *t, enum hrtimer_restart (*fn)(struct hrtimer *))
-{ hrtimer_setup(t, fn, CLOCK_MONOTONIC, HRTIMER_MODE_REL); }'
+# 5.11: nla_strlcpy() became nla_strscpy().
+probe NLA_STRSCPY '#include <net/netlink.h>
+ssize_t nvs_conftest(char *d, const struct nlattr *a);
+ssize_t nvs_conftest(char *d, const struct nlattr *a) { return nla_strscpy(d, a, 8); }'
 
-probe TIMER_DELETE_SYNC '#include <linux/timer.h>
-int nvs_conftest(struct timer_list *t);
-int nvs_conftest(struct timer_list *t) { return timer_delete_sync(t); }'
+# 5.12: min/max and DIV_ROUND_* moved to <linux/math.h>, which kernel.h
+# still includes today; include it directly where it exists.
+probe LINUX_MATH_H '#include <linux/math.h>
+int nvs_conftest(int a);
+int nvs_conftest(int a) { return DIV_ROUND_CLOSEST(a, 3); }'
 
-# 6.4: hwmon_chip_info.info became a pointer to const pointers.
-probe HWMON_INFO_CONST_PTRS '#include <linux/hwmon.h>
-static const struct hwmon_channel_info *const nvs_conftest_info[] = { NULL };
-static const struct hwmon_chip_info nvs_conftest_chip = {
-	.info = nvs_conftest_info,
-};
-const void *nvs_conftest(void);
-const void *nvs_conftest(void) { return &nvs_conftest_chip; }'
+# 5.15: param_set_uint_minmax() (also in later 5.10.y stable releases).
+probe PARAM_SET_UINT_MINMAX '#include <linux/moduleparam.h>
+int nvs_conftest(const char *v, const struct kernel_param *kp);
+int nvs_conftest(const char *v, const struct kernel_param *kp)
+{ return param_set_uint_minmax(v, kp, 0, 1); }'
+
+# 5.19: dma_resv fences are waited for by usage (enum dma_resv_usage);
+# 5.15: dma_resv_wait_timeout(obj, wait_all, ...); before: ..._rcu().
+probe DMA_RESV_USAGE '#include <linux/dma-resv.h>
+long nvs_conftest(struct dma_resv *r);
+long nvs_conftest(struct dma_resv *r)
+{ return dma_resv_wait_timeout(r, DMA_RESV_USAGE_KERNEL, true, 1) +
+	 dma_resv_test_signaled(r, DMA_RESV_USAGE_KERNEL); }'
+
+probe DMA_RESV_WAIT_TIMEOUT '#include <linux/dma-resv.h>
+long nvs_conftest(struct dma_resv *r);
+long nvs_conftest(struct dma_resv *r)
+{ return dma_resv_wait_timeout(r, false, true, 1) +
+	 dma_resv_test_signaled(r, false); }'
+
+# 6.2: P2PDMA segments mapped as PCI bus addresses (no IOMMU translation).
+probe SG_DMA_IS_BUS_ADDRESS '#include <linux/scatterlist.h>
+bool nvs_conftest(struct scatterlist *sg);
+bool nvs_conftest(struct scatterlist *sg) { return sg_dma_is_bus_address(sg); }'

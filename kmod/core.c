@@ -4,8 +4,11 @@
  *
  * A PCI bus notifier follows devices as they come and go; at load the
  * devices already present are scanned. A GPU's registers are mapped only
- * while a driver owns it (simulated GPUs: always), because the owner may
- * reset or power off the device as it unbinds.
+ * while a driver other than vfio-pci owns it, because the owner may reset
+ * or power off the device as it unbinds. The one exception is the tests'
+ * fixture device (sim= without "owned", gpu->free_sim), which is read
+ * whether a driver is bound or not; sim=...:owned makes a simulated GPU
+ * follow the same rules as a real one, so that tests can drive them.
  *
  * Locking, outermost first:
  *   pci_lock_rescan_remove()  scan at load and teardown at unload, so that
@@ -39,13 +42,23 @@ unsigned int nvs_gen;
 
 static DEFINE_MUTEX(nvs_attach_lock);
 static unsigned int nvs_next_index;
+static bool nvs_unloading;		/* under nvs_attach_lock */
 
 #define NVS_SIM_MAX	8
+
+/*
+ * Only QEMU's ivshmem device can stand in for a GPU: sim= on any other
+ * device would have the module read another driver's registers, and that
+ * device's owner would not expect it.
+ */
+#define NVS_SIM_VENDOR	0x1af4
+#define NVS_SIM_DEVICE	0x1110
 
 struct nvs_sim {
 	u16 vendor;
 	u16 device;
 	int bar;
+	bool owned;		/* follows the ownership rules */
 	const struct nvs_chip *chip;
 };
 
@@ -164,7 +177,8 @@ static void nvs_unmap(struct nvs_gpu *gpu)
 	unsigned int i;
 
 	lockdep_assert_held(&gpu->lock);
-	gpu->mapped = false;
+	/* the sampler peeks at it without the lock to decide to sleep */
+	WRITE_ONCE(gpu->mapped, false);
 	for (i = 0; i < gpu->nwin; i++) {
 		iounmap(gpu->win[i].base);
 		gpu->win[i].base = NULL;
@@ -223,8 +237,8 @@ static int nvs_map(struct nvs_gpu *gpu, char *why, size_t whylen)
 	mutex_lock(&gpu->lock);
 	memcpy(gpu->win, win, sizeof(win[0]) * n);
 	gpu->nwin = n;
-	gpu->mapped = true;
-	nvs_sample_presence(gpu);
+	WRITE_ONCE(gpu->mapped, true);
+	nvs_sample_probe_modules(gpu);
 	mutex_unlock(&gpu->lock);
 	return 0;
 
@@ -240,7 +254,35 @@ static bool nvs_driver_owns(const struct device_driver *drv)
 	return drv && strcmp(drv->name, "vfio-pci");
 }
 
-/* nvs_attach_lock held. A driver owns the GPU (or it is simulated): map. */
+/* A device that sim= names without ":owned" (the sim list is fixed at load). */
+static bool nvs_is_free_sim(const struct pci_dev *pdev)
+{
+	unsigned int i;
+
+	for (i = 0; i < nvs_nsims; i++)
+		if (nvs_sims[i].vendor == pdev->vendor &&
+		    nvs_sims[i].device == pdev->device)
+			return !nvs_sims[i].owned;
+	return false;
+}
+
+enum nvs_importer nvs_core_importer_check(struct pci_dev *pdev)
+{
+	const struct device_driver *drv = pdev->dev.driver;
+
+	device_lock_assert(&pdev->dev);
+	if (!device_is_registered(&pdev->dev))
+		return NVS_IMPORTER_REMOVED;
+	if (nvs_is_free_sim(pdev))
+		return NVS_IMPORTER_OK;
+	if (!drv)
+		return NVS_IMPORTER_NO_DRIVER;
+	if (!nvs_driver_owns(drv))
+		return NVS_IMPORTER_VFIO;
+	return NVS_IMPORTER_OK;
+}
+
+/* nvs_attach_lock held. A driver owns the GPU (or it is a free sim): map. */
 static void nvs_attach(struct nvs_gpu *gpu)
 {
 	char why[48];
@@ -270,6 +312,30 @@ static void nvs_attach(struct nvs_gpu *gpu)
 	mutex_unlock(&gpu->lock);
 }
 
+void nvs_core_refresh_hwmon(struct nvs_gpu *gpu)
+{
+	bool stale;
+
+	/*
+	 * trylock: nvs_del() stops this thread while holding the lock, and
+	 * an attach or detach under way registers the chip anew anyway.
+	 */
+	if (!mutex_trylock(&nvs_attach_lock))
+		return;
+	mutex_lock(&gpu->lock);
+	stale = gpu->hwmon_stale && gpu->mapped && !gpu->removed;
+	WRITE_ONCE(gpu->hwmon_stale, false);
+	mutex_unlock(&gpu->lock);
+	if (stale && gpu->hwmon) {
+		/* the channel list is fixed at registration: register anew */
+		nvs_hwmon_unregister(gpu);
+		if (nvs_hwmon_register(gpu))
+			pci_warn(gpu->pdev, "gpu%u: no hwmon device after a memory module appeared\n",
+				 gpu->index);
+	}
+	mutex_unlock(&nvs_attach_lock);
+}
+
 /* nvs_attach_lock held. Stop register access first, then tidy up. */
 static void nvs_detach(struct nvs_gpu *gpu, const char *reason)
 {
@@ -283,7 +349,8 @@ static void nvs_detach(struct nvs_gpu *gpu, const char *reason)
 }
 
 static bool nvs_match(struct pci_dev *pdev, const struct nvs_chip **chip,
-		      const char **name, int *bar, bool *simulated)
+		      const char **name, int *bar, bool *simulated,
+		      bool *free_sim)
 {
 	const struct nvs_chip_id *id;
 	unsigned int i;
@@ -295,6 +362,7 @@ static bool nvs_match(struct pci_dev *pdev, const struct nvs_chip **chip,
 			*name = NULL;
 			*bar = nvs_sims[i].bar;
 			*simulated = true;
+			*free_sim = !nvs_sims[i].owned;
 			return true;
 		}
 	}
@@ -306,6 +374,7 @@ static bool nvs_match(struct pci_dev *pdev, const struct nvs_chip **chip,
 	*name = id->name;
 	*bar = 0;
 	*simulated = false;
+	*free_sim = false;
 	return true;
 }
 
@@ -316,11 +385,13 @@ static void nvs_add(struct pci_dev *pdev)
 	const struct nvs_chip *chip;
 	struct nvs_gpu *gpu;
 	const char *name;
-	bool simulated;
+	bool simulated, free_sim;
 	unsigned int i;
 	int bar, ret;
 
-	if (!nvs_match(pdev, &chip, &name, &bar, &simulated) || nvs_find(pdev))
+	if (nvs_unloading ||
+	    !nvs_match(pdev, &chip, &name, &bar, &simulated, &free_sim) ||
+	    nvs_find(pdev))
 		return;
 
 	gpu = kzalloc(sizeof(*gpu), GFP_KERNEL);
@@ -342,8 +413,10 @@ static void nvs_add(struct pci_dev *pdev)
 	gpu->name = name;
 	gpu->bar = bar;
 	gpu->simulated = simulated;
+	gpu->free_sim = free_sim;
 	gpu->index = nvs_next_index++;
 	gpu->sample_hz = nvs_default_hz;
+	gpu->mem_hz = nvs_default_mem_hz;
 	gpu->nsensors = min_t(unsigned int, chip->nsensors, NVS_MAX_SENSORS);
 	for (i = 0; i < gpu->nsensors; i++)
 		gpu->sensor[i].present = true;
@@ -367,7 +440,8 @@ static void nvs_add(struct pci_dev *pdev)
 		pci_warn(pdev, "gpu%u: no class device (%d)\n", gpu->index, ret);
 
 	pci_info(pdev, "gpu%u: %s (%s%s)\n", gpu->index, gpu->name, chip->name,
-		 simulated ? ", simulated" : "");
+		 free_sim ? ", simulated" :
+		 simulated ? ", simulated, owned by its driver" : "");
 	nvs_genl_event_gpu(gpu, NVS_EVENT_GPU_ADDED);
 
 	/*
@@ -378,7 +452,7 @@ static void nvs_add(struct pci_dev *pdev)
 	mutex_lock(&gpu->lock);
 	gpu->driver_bound = nvs_driver_owns(drv);
 	mutex_unlock(&gpu->lock);
-	if (gpu->driver_bound || simulated)
+	if (gpu->driver_bound || free_sim)
 		nvs_attach(gpu);
 	else if (drv)
 		nvs_detach(gpu, "bound to vfio-pci");
@@ -437,12 +511,15 @@ static int nvs_pci_notify(struct notifier_block *nb, unsigned long action,
 		mutex_unlock(&gpu->lock);
 		if (gpu->driver_bound)
 			nvs_attach(gpu);
-		else if (!gpu->simulated)
+		else if (!gpu->free_sim)
 			nvs_detach(gpu, "bound to vfio-pci");
 		break;
 	case BUS_NOTIFY_UNBIND_DRIVER:
-		/* the driver has not torn down yet: stop reading now */
-		if (!gpu->simulated)
+		/*
+		 * The driver's remove() has not run yet: stop reading now,
+		 * and wait for a pass in flight (nvs_detach takes gpu->lock).
+		 */
+		if (!gpu->free_sim)
 			nvs_detach(gpu, "driver unbinding");
 		break;
 	case BUS_NOTIFY_UNBOUND_DRIVER:
@@ -450,7 +527,7 @@ static int nvs_pci_notify(struct notifier_block *nb, unsigned long action,
 		mutex_lock(&gpu->lock);
 		gpu->driver_bound = false;
 		mutex_unlock(&gpu->lock);
-		if (!gpu->simulated)
+		if (!gpu->free_sim)
 			nvs_detach(gpu, "no driver bound");
 		break;
 	case BUS_NOTIFY_DEL_DEVICE:
@@ -466,10 +543,13 @@ static struct notifier_block nvs_pci_nb = {
 	.notifier_call = nvs_pci_notify,
 };
 
-/* "vendor:device:bar:chip" */
+/*
+ * "vendor:device:bar:chip[:owned]". Returns -ENOENT for an unknown chip,
+ * -EPERM for a device other than ivshmem, -EINVAL for anything malformed.
+ */
 static int nvs_sim_parse_one(char *s, struct nvs_sim *sim)
 {
-	char *f[4];
+	char *f[5];
 	unsigned int i, bar;
 
 	for (i = 0; i < 4; i++) {
@@ -477,12 +557,16 @@ static int nvs_sim_parse_one(char *s, struct nvs_sim *sim)
 		if (!f[i] || !*f[i])
 			return -EINVAL;
 	}
-	if (s)
+	f[4] = strsep(&s, ":");
+	if (s || (f[4] && strcmp(f[4], "owned")))
 		return -EINVAL;
+	sim->owned = f[4];
 	if (strlen(f[0]) > 4 || kstrtou16(f[0], 16, &sim->vendor) ||
 	    strlen(f[1]) > 4 || kstrtou16(f[1], 16, &sim->device) ||
 	    kstrtouint(f[2], 10, &bar) || bar >= PCI_STD_NUM_BARS)
 		return -EINVAL;
+	if (sim->vendor != NVS_SIM_VENDOR || sim->device != NVS_SIM_DEVICE)
+		return -EPERM;
 	sim->bar = bar;
 	sim->chip = nvs_chip_by_name(f[3]);
 	return sim->chip ? 0 : -ENOENT;
@@ -514,13 +598,19 @@ static int nvs_sim_parse(const char *param)
 		}
 		ret = nvs_sim_parse_one(entry, &sim);
 		if (ret == -ENOENT) {
-			pr_err("sim: unknown chip in `%s' (known: gb202, gb203, gb205, ad102, ad103, ad104, ad106, ad107, ga102, ga104, ga104gl, ga106)\n",
+			pr_err("sim: unknown chip in `%s' (known: gb202, gb203, gb205, ad102, ad102gl, ad103, ad104, ad104gl, ad106, ad107, ga102, ga102gl, ga104, ga104gl, ga106)\n",
+			       copy);
+			ret = -EINVAL;
+			break;
+		}
+		if (ret == -EPERM) {
+			pr_err("sim: `%s' names a device other than QEMU's ivshmem (1af4:1110), the only one that may stand in for a GPU\n",
 			       copy);
 			ret = -EINVAL;
 			break;
 		}
 		if (ret) {
-			pr_err("sim: invalid entry `%s': expected vendor:device:bar:chip in hex:hex:0-5:name, e.g. 1af4:1110:2:gb202\n",
+			pr_err("sim: invalid entry `%s': expected vendor:device:bar:chip[:owned] in hex:hex:0-5:name, e.g. 1af4:1110:2:gb202 or 1af4:1110:2:gb202:owned\n",
 			       copy);
 			break;
 		}
@@ -574,13 +664,22 @@ void nvs_core_uninit(void)
 {
 	struct nvs_gpu *gpu, *tmp;
 
-	/* no PCI device comes or goes while the GPUs are torn down */
+	/*
+	 * Every GPU goes first, the notifier last: while GPU 0..k-1 are torn
+	 * down, GPU k's driver may unbind, and its BUS_NOTIFY_UNBIND_DRIVER
+	 * must still stop GPU k's sampler before the driver's remove() runs.
+	 * Unbinding does not take the rescan lock, which only keeps devices
+	 * from being added or deleted meanwhile; nvs_unloading keeps a device
+	 * that appears anyway from being added to the emptied list.
+	 * bus_unregister_notifier() waits for events in flight, which take
+	 * nvs_attach_lock: it is not held then.
+	 */
 	pci_lock_rescan_remove();
-	bus_unregister_notifier(&pci_bus_type, &nvs_pci_nb);
-
 	mutex_lock(&nvs_attach_lock);
+	nvs_unloading = true;
 	list_for_each_entry_safe(gpu, tmp, &nvs_gpus, node)
 		nvs_del(gpu);
 	mutex_unlock(&nvs_attach_lock);
+	bus_unregister_notifier(&pci_bus_type, &nvs_pci_nb);
 	pci_unlock_rescan_remove();
 }

@@ -209,6 +209,9 @@ static int nvs_classify_phys(u64 phys, u64 len, const struct nvs_bar_window *w)
  * each page is translated back through the importer's domain. That covers
  * dma-iommu mappings; an IOVA the domain cannot resolve counts as
  * "elsewhere". Bounce buffers (swiotlb) are system RAM and reported so.
+ * A segment that P2PDMA mapped as a PCI bus address (two devices under one
+ * switch, 6.2+) bypasses the IOMMU even behind a paging domain: the walk
+ * passes no domain for it, so it is compared with BAR1's bus address.
  */
 static void nvs_classify_seg(struct iommu_domain *dom, dma_addr_t addr, u64 len,
 			     const struct nvs_bar_window *w, u64 *bytes)
@@ -276,7 +279,9 @@ static void nvs_dmabuf_walk(struct sg_table *sgt, struct device *dev,
 		rep->seg_min = min(rep->seg_min, len);
 		rep->seg_max = max(rep->seg_max, len);
 		if (len)
-			nvs_classify_seg(dom, sg_dma_address(sg), len, w, bytes);
+			nvs_classify_seg(compat_sg_dma_is_bus_address(sg) ?
+					 NULL : dom, sg_dma_address(sg), len, w,
+					 bytes);
 		if ((i & 4095) == 4095)
 			cond_resched();	/* 1 GiB of 4 KiB pages is 262144 entries */
 	}
@@ -300,6 +305,7 @@ static struct pci_dev *nvs_dmabuf_gpu_pdev(struct nvs_gpu *gpu)
 	return pdev;
 }
 
+/* The importer, referenced; the policy check comes under its device lock. */
 static int nvs_dmabuf_importer(const char *importer, struct pci_dev *gpu_pdev,
 			       struct pci_dev **out, struct netlink_ext_ack *extack)
 {
@@ -384,18 +390,12 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 	rep->verdict = NVS_DMABUF_VERDICT_UNKNOWN;
 	rep->p2p = gpu ? NVS_P2P_UNKNOWN : NVS_P2P_NOT_APPLICABLE;
 
-	/*
-	 * Hot-removal waits while we hold the importer: with an IOMMU, mapping
-	 * for a device whose group is being torn down is not safe, and the
-	 * answer would be about a device that no longer exists anyway.
-	 */
-	pci_lock_rescan_remove();
 	if (gpu) {
 		gpu_pdev = nvs_dmabuf_gpu_pdev(gpu);
 		if (!gpu_pdev) {
 			NL_SET_ERR_MSG(extack, "The GPU was removed");
 			ret = -ENODEV;
-			goto unlock;
+			goto out;
 		}
 		nvs_dmabuf_bar1(gpu, gpu_pdev, &w);
 		rep->bar1_start = w.start;
@@ -404,11 +404,6 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 	ret = nvs_dmabuf_importer(importer, gpu_pdev, &ipdev, extack);
 	if (ret)
 		goto put_gpu;
-	if (!device_is_registered(&ipdev->dev)) {
-		NL_SET_ERR_MSG(extack, "The importer device was removed");
-		ret = -ENODEV;
-		goto put_importer;
-	}
 	strscpy(rep->importer, pci_name(ipdev), sizeof(rep->importer));
 	nvs_dmabuf_p2p(gpu_pdev, ipdev, rep);
 
@@ -424,12 +419,59 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 	rep->size = buf->size;
 	strscpy(rep->exporter, buf->exp_name ? buf->exp_name : "", sizeof(rep->exporter));
 
+	/*
+	 * The exporter's own fences (a move, a clear) are waited for here,
+	 * holding nothing: no genetlink lock (the family is parallel_ops),
+	 * no PCI lock, so a busy buffer stalls only this request.
+	 */
+	rep->step = NVS_DMABUF_STEP_FENCE;
+	left = compat_dma_resv_wait_kernel(buf->resv, true,
+					   msecs_to_jiffies(NVS_DMABUF_FENCE_MS));
+	if (left <= 0) {
+		ret = left ? (int)left : -ETIMEDOUT;
+		if (ret == -ERESTARTSYS)
+			ret = -EINTR;	/* netlink does not restart requests */
+		if (left)
+			NL_SET_ERR_MSG(extack, "Interrupted while waiting for the exporter's fences");
+		else
+			NL_SET_ERR_MSG(extack, "The exporter's fences did not signal in time");
+		goto put_buf;
+	}
+
+	/*
+	 * The importer's device lock keeps its driver bound and the device
+	 * registered (unbind and removal take it) while a mapping exists for
+	 * it; with an IOMMU, mapping for a device whose group is being torn
+	 * down is not safe. It blocks nothing else on the host.
+	 */
 	rep->step = NVS_DMABUF_STEP_ATTACH;
+	ret = device_lock_interruptible(&ipdev->dev);
+	if (ret) {
+		ret = -EINTR;
+		NL_SET_ERR_MSG(extack, "Interrupted while waiting for the importer");
+		goto put_buf;
+	}
+	switch (nvs_core_importer_check(ipdev)) {
+	case NVS_IMPORTER_OK:
+		break;
+	case NVS_IMPORTER_REMOVED:
+		NL_SET_ERR_MSG(extack, "The importer device was removed");
+		ret = -ENODEV;
+		goto refused;
+	case NVS_IMPORTER_NO_DRIVER:
+		NL_SET_ERR_MSG(extack, "The importer has no driver: bind its own driver (the NIC's) first");
+		ret = -EPERM;
+		goto refused;
+	case NVS_IMPORTER_VFIO:
+		NL_SET_ERR_MSG(extack, "The importer belongs to vfio-pci (a guest owns it): probe inside the guest");
+		ret = -EPERM;
+		goto refused;
+	}
 	at = dma_buf_dynamic_attach(buf, &ipdev->dev, &nvs_dmabuf_attach_ops, &imp);
 	if (IS_ERR(at)) {
 		ret = PTR_ERR(at);
 		NL_SET_ERR_MSG(extack, "The exporter refused the peer-to-peer attachment");
-		goto put_buf;
+		goto unlock_importer;
 	}
 
 	rep->step = NVS_DMABUF_STEP_MAP;
@@ -442,17 +484,11 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 		goto detach;
 	}
 
+	/* a dynamic exporter moving the buffer for this mapping: not now */
 	rep->step = NVS_DMABUF_STEP_FENCE;
-	left = dma_resv_wait_timeout(buf->resv, DMA_RESV_USAGE_KERNEL, true,
-				     msecs_to_jiffies(NVS_DMABUF_FENCE_MS));
-	if (left <= 0) {
-		ret = left ? (int)left : -ETIMEDOUT;
-		if (ret == -ERESTARTSYS)
-			ret = -EINTR;	/* netlink does not restart requests */
-		if (left)
-			NL_SET_ERR_MSG(extack, "Interrupted while waiting for the exporter's fences");
-		else
-			NL_SET_ERR_MSG(extack, "The exporter's fences did not signal in time");
+	if (!compat_dma_resv_kernel_signaled(buf->resv)) {
+		ret = -EBUSY;
+		NL_SET_ERR_MSG(extack, "The exporter is moving the buffer for this importer: probe again");
 		goto unmap;
 	}
 
@@ -466,20 +502,31 @@ unmap:
 	dma_resv_unlock(buf->resv);
 detach:
 	dma_buf_detach(buf, at);
+unlock_importer:
+	device_unlock(&ipdev->dev);
 put_buf:
 	dma_buf_put(buf);
 	rep->err = -ret;
 	/* Past the fd lookup the reply carries the failing step instead. */
 	ret = 0;
+	goto put_importer;
+
+refused:
+	/* a refused importer is a plain error, like an unknown one */
+	device_unlock(&ipdev->dev);
+	dma_buf_put(buf);
 put_importer:
 	pci_dev_put(ipdev);
 put_gpu:
 	pci_dev_put(gpu_pdev);
-unlock:
-	pci_unlock_rescan_remove();
+out:
 	if (ret)
 		rep->err = -ret;
 	if (gpu)
 		nvs_dmabuf_record(gpu, rep, atomic_read(&imp.moved));
 	return ret;
 }
+
+#ifdef NVS_SELFTEST
+#include "selftest/dmabuf.c"
+#endif

@@ -4,13 +4,15 @@
  *
  * The "nvsidecar" family, as documented in uapi/nvsidecar.h. Built from
  * full struct genl_ops with a policy per op (kernel-compat.md): no split
- * ops, no resv_start_op, no .validate, so the same code registers on 5.15
- * through 6.19 and every op parses strictly (unknown attributes, wrong
+ * ops, no resv_start_op, no .validate, so the same code registers on 5.10
+ * through 7.3 and every op parses strictly (unknown attributes, wrong
  * lengths and trailing bytes are rejected by the core, with extack).
  *
  * The "events" group is open to every user: it carries the same
  * temperatures and thresholds that hwmon shows to everyone, and GPU
  * hotplug, which sysfs shows anyway. Subscribing changes nothing.
+ *
+ * The family is parallel_ops: no op runs under genl_mutex.
  *
  * Lock order: nvs_gpus_lock is never held while taking gpu->lock here; a
  * GPU is looked up and referenced under nvs_gpus_lock, then filled under
@@ -61,6 +63,7 @@ static const struct nla_policy nvs_gpu_get_policy[NVS_A_MAX + 1] = {
 static const struct nla_policy nvs_gpu_set_policy[NVS_A_MAX + 1] = {
 	[NVS_A_GPU_INDEX]	= { .type = NLA_U32 },
 	[NVS_A_GPU_SAMPLE_HZ]	= NLA_POLICY_MAX(NLA_U32, NVS_SAMPLE_HZ_MAX),
+	[NVS_A_GPU_MEM_HZ]	= NLA_POLICY_RANGE(NLA_U32, 1, NVS_MEM_HZ_MAX),
 	[NVS_A_SET_THRESHOLD]	= NLA_POLICY_NESTED(nvs_thresh_policy),
 	[NVS_A_SET_RESET_PEAKS]	= { .type = NLA_FLAG },
 };
@@ -109,7 +112,8 @@ static int nvs_put_sensor(struct sk_buff *skb, const struct nvs_gpu *gpu,
 		goto out_cancel;
 	if (s->has_max && nla_put_s32(skb, NVS_SENSOR_A_MAX, s->max))
 		goto out_cancel;
-	if (nla_put_u8(skb, NVS_SENSOR_A_ALARM, s->has_max && s->alarm))
+	if (nla_put_u8(skb, NVS_SENSOR_A_ALARM,
+		       s->has_max && s->alarm && nvs_sensor_current(gpu, i)))
 		goto out_cancel;
 	nla_nest_end(skb, nest);
 	return 0;
@@ -135,6 +139,8 @@ static int nvs_put_gpu(struct sk_buff *skb, struct nvs_gpu *gpu)
 		flags |= NVS_GPU_F_SIMULATED;
 	if (gpu->driver_bound)
 		flags |= NVS_GPU_F_DRIVER_BOUND;
+	if (gpu->simulated && !gpu->free_sim)
+		flags |= NVS_GPU_F_SIM_OWNED;
 
 	if (nla_put_u32(skb, NVS_A_GPU_INDEX, gpu->index) ||
 	    nla_put_string(skb, NVS_A_GPU_BUSID, nvs_gpu_busid(gpu)) ||
@@ -154,7 +160,10 @@ static int nvs_put_gpu(struct sk_buff *skb, struct nvs_gpu *gpu)
 			      NVS_A_PAD) ||
 	    nla_put_u64_64bit(skb, NVS_A_GPU_LAST_SAMPLE_NS,
 			      gpu->last_sample_ns, NVS_A_PAD) ||
-	    nla_put_u64_64bit(skb, NVS_A_GPU_SEQ, gpu->seq, NVS_A_PAD))
+	    nla_put_u64_64bit(skb, NVS_A_GPU_SEQ, gpu->seq, NVS_A_PAD) ||
+	    nla_put_u64_64bit(skb, NVS_A_GPU_MMIO_READS, gpu->mmio_reads,
+			      NVS_A_PAD) ||
+	    nla_put_u32(skb, NVS_A_GPU_MEM_HZ, gpu->mem_hz))
 		return -EMSGSIZE;
 
 	nest = nla_nest_start(skb, NVS_A_GPU_SENSORS);
@@ -205,6 +214,7 @@ static int nvs_gpu_get_doit(struct sk_buff *skb, struct genl_info *info)
 	if (!hdr)
 		goto out_free_msg;
 	mutex_lock(&gpu->lock);
+	nvs_sample_on_demand(gpu);
 	ret = nvs_put_gpu(msg, gpu);
 	mutex_unlock(&gpu->lock);
 	if (ret)
@@ -277,6 +287,7 @@ static int nvs_gpu_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
 		}
 		genl_dump_check_consistent(cb, hdr);
 		mutex_lock(&gpu->lock);
+		nvs_sample_on_demand(gpu);
 		ret = nvs_put_gpu(skb, gpu);
 		mutex_unlock(&gpu->lock);
 		from = gpu->index + 1;
@@ -330,6 +341,7 @@ static int nvs_samples_start(struct netlink_callback *cb)
 	if (attrs[NVS_A_SAMPLES_SINCE])
 		ctx->since = nla_get_u64(attrs[NVS_A_SAMPLES_SINCE]);
 	mutex_lock(&gpu->lock);
+	nvs_sample_on_demand(gpu);
 	/* A dump that chased the sampler could run forever: stop at now. */
 	ctx->end = gpu->seq;
 	ctx->nsensors = min_t(u32, gpu->nsensors, NVS_MAX_SENSORS);
@@ -563,7 +575,7 @@ static int nvs_gpu_set_doit(struct sk_buff *skb, struct genl_info *info)
 		nth++;
 	}
 	ret = -EINVAL;
-	if (!attrs[NVS_A_GPU_SAMPLE_HZ] && !nth &&
+	if (!attrs[NVS_A_GPU_SAMPLE_HZ] && !attrs[NVS_A_GPU_MEM_HZ] && !nth &&
 	    !attrs[NVS_A_SET_RESET_PEAKS]) {
 		NL_SET_ERR_MSG(info->extack, "Nothing to set");
 		goto out_unlock;
@@ -579,6 +591,8 @@ static int nvs_gpu_set_doit(struct sk_buff *skb, struct genl_info *info)
 	}
 	if (attrs[NVS_A_GPU_SAMPLE_HZ])
 		nvs_sampler_set_hz(gpu, nla_get_u32(attrs[NVS_A_GPU_SAMPLE_HZ]));
+	if (attrs[NVS_A_GPU_MEM_HZ])
+		nvs_sampler_set_mem_hz(gpu, nla_get_u32(attrs[NVS_A_GPU_MEM_HZ]));
 	if (attrs[NVS_A_SET_RESET_PEAKS])
 		nvs_reset_history(gpu, -1);
 	ret = 0;
@@ -636,6 +650,16 @@ static int nvs_dmabuf_probe_doit(struct sk_buff *skb, struct genl_info *info)
 	void *hdr;
 	int ret;
 
+	/*
+	 * It DMA-maps a buffer for a PCI device of the caller's choosing:
+	 * a device-level operation, as config space beyond the header and
+	 * BAR access are. CAP_NET_ADMIN (GENL_ADMIN_PERM, checked by the
+	 * core) is what network agents in containers hold; this needs more.
+	 */
+	if (!netlink_capable(skb, CAP_SYS_ADMIN)) {
+		NL_SET_ERR_MSG(info->extack, "A dma-buf probe needs CAP_SYS_ADMIN");
+		return -EPERM;
+	}
 	if (GENL_REQ_ATTR_CHECK(info, NVS_A_DMABUF_FD))
 		return -EINVAL;
 	if (attrs[NVS_A_DMABUF_IMPORTER]) {
@@ -728,6 +752,13 @@ static struct genl_family nvs_genl_family __ro_after_init = {
 	.version = NVS_GENL_VERSION,
 	.module = THIS_MODULE,
 	.netnsok = false,
+	/*
+	 * The ops do their own locking (nvs_gpus_lock, gpu->lock) and never
+	 * rely on genl_mutex. Without this, a dma-buf probe waiting on a
+	 * fence would hold genl_mutex, and every generic netlink user on the
+	 * host (nlctrl family lookups included) with it.
+	 */
+	.parallel_ops = true,
 };
 
 typedef int (*nvs_event_fill_t)(struct sk_buff *msg, struct nvs_gpu *gpu,

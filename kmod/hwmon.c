@@ -18,15 +18,18 @@
  *   tempN_reset_history  0200  write 1: reset highest/lowest
  *   tempN_max            0644  threshold, m°C, NVS_THRESH_MIN_MC..MAX_MC;
  *                              reads NVS_THRESH_MAX_MC when none is set
- *   tempN_max_alarm      0444  1 while input > max
+ *   tempN_max_alarm      0444  1 while the current reading is valid and
+ *                              above max; 0 while there is none (asleep,
+ *                              unbound, unreadable), whatever the last
+ *                              reading was
  * and for the chip:
  *   temp_reset_history   0200  write 1: reset every channel's history
  *
  * Reads that have no real value (register unreadable, poisoned, GPU
  * without driver, asleep or removed; no history) return
  * -ENODATA, so userspace never sees a made-up number. Writes are root-only
- * by mode and checked here. With sample_hz 0 every read of an input takes
- * a fresh sample.
+ * by mode and checked here. With sample_hz 0 a read of a temperature file
+ * takes a fresh sample, rate-limited (nvs_sample_on_demand()).
  *
  * Locking: the hwmon core serialises callbacks only from 6.18 on, and the
  * sampler updates the same state, so every callback takes gpu->lock. The
@@ -107,10 +110,10 @@ static int nvs_hwmon_read(struct device *dev, enum hwmon_sensor_types type,
 
 	mutex_lock(&gpu->lock);
 	s = &gpu->sensor[hw->sensor[channel]];
+	if (attr != hwmon_temp_max)
+		nvs_sample_on_demand(gpu);
 	switch (attr) {
 	case hwmon_temp_input:
-		if (!gpu->sample_hz && !gpu->removed)
-			nvs_sample_now(gpu);
 		ret = -ENODATA;
 		if (!s->valid || !nvs_hwmon_current(gpu))
 			break;
@@ -135,7 +138,9 @@ static int nvs_hwmon_read(struct device *dev, enum hwmon_sensor_types type,
 		ret = 0;
 		break;
 	case hwmon_temp_max_alarm:
-		*val = s->has_max && s->alarm;
+		/* a reading that stopped is not above anything */
+		*val = s->has_max && s->alarm && s->valid &&
+		       nvs_hwmon_current(gpu);
 		ret = 0;
 		break;
 	}

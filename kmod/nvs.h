@@ -19,6 +19,13 @@ struct netlink_ext_ack;
 
 #define NVS_RING_LEN		1024	/* samples kept per GPU, power of two */
 #define NVS_MAX_WINDOWS		24	/* ioremapped register windows per GPU */
+/*
+ * With sample_hz 0, readers trigger passes, at most this many a second:
+ * the default rate, so readers never cost more than the default budget.
+ */
+#define NVS_ONDEMAND_HZ		50
+#define NVS_MEM_HZ_DEFAULT	1	/* module parameter mem_hz */
+#define NVS_REPROBE_S_DEFAULT	30	/* module parameter mem_reprobe_s */
 
 /* Per-sensor state, protected by nvs_gpu.lock. Values in milli-degrees C. */
 struct nvs_sensor {
@@ -27,7 +34,8 @@ struct nvs_sensor {
 	s32 lowest;
 	s32 max;		/* threshold; valid if has_max */
 	bool valid;		/* last reading was real */
-	bool present;		/* memory module exists (decided at map time) */
+	bool present;		/* memory module exists: has an hwmon channel */
+	bool dormant;		/* module absent or invalid: only re-probed */
 	bool has_hist;
 	bool has_max;
 	bool alarm;		/* mc > max */
@@ -56,7 +64,14 @@ struct nvs_gpu {
 	const char *name;		/* marketing name */
 	unsigned int index;		/* gpuN */
 	int bar;			/* BAR holding the registers */
-	bool simulated;
+	bool simulated;			/* named by sim= */
+	/*
+	 * A simulated GPU read whatever its driver does (sim= without
+	 * "owned"): the tests' fixture device. Every other GPU, real or
+	 * simulated with "owned", follows the ownership rules: it is read
+	 * only while a driver other than vfio-pci is bound.
+	 */
+	bool free_sim;
 
 	struct mutex lock;		/* everything below */
 	bool driver_bound;
@@ -67,10 +82,17 @@ struct nvs_gpu {
 	struct nvs_window win[NVS_MAX_WINDOWS];
 	unsigned int nwin;
 	unsigned int sample_hz;
+	unsigned int mem_hz;		/* memory passes a second, 1..MAX */
 	unsigned int nsensors;		/* == chip sensor count */
+	unsigned int ndormant;		/* modules only re-probed */
+	bool hwmon_stale;		/* a module appeared: re-register */
+	u64 last_pass_ns;		/* ktime_get_ns() of the last pass tried */
+	u64 last_mem_ns;		/* ... and of the last memory pass tried */
+	u64 next_reprobe_ns;
 	struct nvs_sensor sensor[NVS_MAX_SENSORS];
 	u64 samples;
 	u64 unavailable;
+	u64 mmio_reads;			/* every readl() of a register */
 	u64 crossings;
 	u64 last_sample_ns;
 	u64 seq;			/* seq of the newest ring entry, 0 = none */
@@ -87,12 +109,26 @@ extern struct list_head nvs_gpus;
 extern struct mutex nvs_gpus_lock;	/* list membership and nvs_gen */
 extern unsigned int nvs_gen;		/* bumped on add/remove, for dumps */
 extern unsigned int nvs_default_hz;	/* module parameter sample_hz */
+extern unsigned int nvs_default_mem_hz;	/* module parameter mem_hz */
+extern unsigned int nvs_reprobe_s;	/* module parameter mem_reprobe_s */
 
 struct nvs_gpu *nvs_gpu_get_by_index(unsigned int index);	/* ref'd or NULL */
 struct nvs_gpu *nvs_gpu_get_by_pdev(struct pci_dev *pdev);	/* ref'd or NULL */
 void nvs_gpu_put(struct nvs_gpu *gpu);
 const char *nvs_gpu_busid(const struct nvs_gpu *gpu);		/* pci_name() */
 int nvs_core_init(const char *sim);
+/*
+ * dmabuf.c, device_lock(&pdev->dev) held: may a buffer be mapped for pdev?
+ * Only if a driver other than vfio-pci owns it, or it is a simulated GPU
+ * without ":owned" (the tests' stand-in, which has no driver).
+ */
+enum nvs_importer {
+	NVS_IMPORTER_OK,
+	NVS_IMPORTER_REMOVED,
+	NVS_IMPORTER_NO_DRIVER,
+	NVS_IMPORTER_VFIO,
+};
+enum nvs_importer nvs_core_importer_check(struct pci_dev *pdev);
 void nvs_core_uninit(void);
 /* "ok", "no-driver", "asleep", "unavailable", "removed" */
 const char *nvs_status_str(enum nvs_status st);
@@ -101,13 +137,19 @@ void nvs_gpu_set_status(struct nvs_gpu *gpu, enum nvs_status st,
 			const char *reason);
 /* core.c <-> sampler.c: mapped register at BAR offset off, or NULL */
 void __iomem *nvs_gpu_reg(struct nvs_gpu *gpu, u32 off);
+/*
+ * sampler thread, no lock held: re-registers the hwmon chip after a module
+ * appeared (gpu->hwmon_stale), unless an attach state change is under way.
+ */
+void nvs_core_refresh_hwmon(struct nvs_gpu *gpu);
 
 /*
  * chips.c: recipe accessors, no lock needed (recipes are constant).
  * Sensor i of a GPU is sensor i of its chip, 0 <= i < gpu->nsensors; the
  * same index is used in hwmon channels, ring samples and netlink.
- * gpu->sensor[i].present is false only for memory modules found absent when
- * the registers were mapped; hwmon hides those channels.
+ * gpu->sensor[i].present is false only for memory modules found absent
+ * (0xBADFxxxx) when the registers were mapped and not found since; hwmon
+ * and netlink leave those out.
  */
 const char *nvs_chip_name(const struct nvs_gpu *gpu);		/* "gb202" */
 const char *nvs_sensor_label(const struct nvs_gpu *gpu, unsigned int i);
@@ -117,8 +159,10 @@ int nvs_sensor_find(const struct nvs_gpu *gpu, const char *label); /* i or -ENOE
 int nvs_sampler_start(struct nvs_gpu *gpu);	/* no lock held */
 void nvs_sampler_stop(struct nvs_gpu *gpu);	/* no lock held */
 void nvs_sampler_set_hz(struct nvs_gpu *gpu, unsigned int hz);
-void nvs_sample_now(struct nvs_gpu *gpu);	/* on-demand pass (hz == 0) */
-void nvs_sample_presence(struct nvs_gpu *gpu);	/* core.c, after mapping */
+void nvs_sampler_set_mem_hz(struct nvs_gpu *gpu, unsigned int mem_hz);
+/* a reader wants current values: a rate-limited pass when sample_hz is 0 */
+void nvs_sample_on_demand(struct nvs_gpu *gpu);
+void nvs_sample_probe_modules(struct nvs_gpu *gpu);	/* core.c, after mapping */
 void nvs_reset_history(struct nvs_gpu *gpu, int sensor);	/* -1 = all */
 int nvs_set_threshold(struct nvs_gpu *gpu, int sensor, bool clear, s32 mc);
 /* copy samples with seq >= since; returns count, sets *lost and *next */
@@ -182,5 +226,13 @@ struct nvs_dmabuf_report {
  */
 int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 		     struct nvs_dmabuf_report *rep, struct netlink_ext_ack *extack);
+
+#ifdef NVS_SELFTEST
+/* kmod/selftest/, built with `make module NVS_SELFTEST=1`, run at load */
+bool nvs_selftest_decode(void);		/* chips.c */
+bool nvs_selftest_ring(void);		/* sampler.c */
+bool nvs_selftest_threshold(void);	/* sampler.c */
+bool nvs_selftest_busid(void);		/* dmabuf.c */
+#endif
 
 #endif /* _NVS_H */

@@ -2,12 +2,28 @@
 /*
  * The sampler: one kthread per GPU reading the recipe's registers on
  * absolute deadlines, so the rate does not drift with the time a pass takes
- * and the kernel's hrtimers, not jiffies, set the pace (50-1000 Hz).
+ * and the kernel's hrtimers, not jiffies, set the pace (1-1000 Hz).
  *
- * Die sensors are read on every pass. Memory sensors are read on every
- * DIV_ROUND_UP(hz, NVS_MEM_HZ)-th pass, i.e. at most NVS_MEM_HZ (10) times a
- * second: GDDR temperatures move slowly and each module costs two reads.
- * Between memory passes a sample carries the last memory readings.
+ * The read budget. Every register read is a PCIe round trip (1-2 us), so
+ * what is read, and how often, is chosen:
+ *   - die sensors on every pass, at sample_hz: they carry the 50 ms spikes;
+ *   - memory sensors on every DIV_ROUND_UP(sample_hz, mem_hz)-th pass, i.e.
+ *     at most mem_hz (default 1) times a second: GDDR temperatures move in
+ *     2 degC steps behind a large thermal mass, and a module costs two
+ *     reads (data and validity word). Between memory passes a sample
+ *     carries the last memory readings;
+ *   - memory modules found absent (0xBADFxxxx) or invalid when the GPU was
+ *     attached are "dormant": not read by passes at all, only re-probed
+ *     every mem_reprobe_s seconds (default 30), and woken up when a probe
+ *     finds them valid;
+ *   - the hottest-module summary reads its own (broadcast) register only
+ *     when no module gave a reading.
+ * At the defaults a GB202 with all 16 modules costs 50 * 6 + 1 * 32 = 332
+ * reads a second (docs/benchmarks.md). With sample_hz 0 there is no thread
+ * work at all: readers (hwmon, the status file, netlink) ask for a pass,
+ * which runs only when the last one is older than 1/NVS_ONDEMAND_HZ (die)
+ * or 1/mem_hz (memory), so no reader, privileged or not, can make the
+ * module read more than it would at the default rate.
  *
  * A pass touches the BAR only when the device is in D0, not offline, has
  * memory decoding on and is runtime-active; a suspended GPU is never woken.
@@ -21,15 +37,16 @@
  * Passes of the first two kinds count in gpu->unavailable and add nothing
  * to the ring; every other pass is one ring entry (gpu->samples == seq).
  */
-#include <linux/delay.h>
 #include <linux/freezer.h>
 #include <linux/hrtimer.h>
 #include <linux/io.h>
 #include <linux/kthread.h>
 #include <linux/math64.h>
+#include <linux/mm.h>
 #include <linux/pci.h>
 #include <linux/pm_runtime.h>
 #include <linux/sched.h>
+#include <linux/slab.h>
 #include <linux/string.h>
 #include "nvs.h"
 #include "chips.h"
@@ -38,7 +55,7 @@
 static bool nvs_may_sample(const struct nvs_gpu *gpu)
 {
 	return gpu->mapped && !gpu->removed &&
-	       (gpu->simulated || gpu->driver_bound);
+	       (gpu->free_sim || gpu->driver_bound);
 }
 
 /* A device without the PM capability cannot leave D0. */
@@ -58,9 +75,19 @@ static bool nvs_in_d0(struct pci_dev *pdev)
 }
 
 /*
- * Checks everything that must hold before the BAR is touched. Returns true
- * with *rpm telling whether a runtime PM reference is to be put afterwards;
- * false with the status updated.
+ * Checks everything that must hold before the BAR is touched, and keeps it
+ * so until nvs_access_end(). Returns true with *rpm telling whether a
+ * runtime PM reference is to be put afterwards; false with the status
+ * updated.
+ *
+ * The checks alone would be check-then-use: a reset started between them
+ * and the reads (sysfs "reset", a driver's pci_reset_function()) turns
+ * decoding off and resets the device under the reads, which some servers
+ * escalate to a fatal error. Every reset path holds the device's config
+ * access lock (pci_dev_lock()) for the whole reset, so holding it across
+ * the pass excludes them; a pass that finds it taken is skipped instead of
+ * waiting. It blocks only userspace config accesses (lspci), for the few
+ * microseconds of a pass; the kernel's own config reads below still work.
  */
 static bool nvs_access_begin(struct nvs_gpu *gpu, bool *rpm)
 {
@@ -70,23 +97,28 @@ static bool nvs_access_begin(struct nvs_gpu *gpu, bool *rpm)
 	int ret;
 
 	*rpm = false;
+	if (!pci_cfg_access_trylock(pdev)) {
+		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE,
+				   "reset or config access in progress");
+		return false;
+	}
 	if (pci_channel_offline(pdev)) {
 		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE,
 				   "PCI channel offline");
-		return false;
+		goto err_unlock;
 	}
 
 	ret = compat_rpm_get_if_active(&pdev->dev);
 	if (ret == 0) {
 		nvs_gpu_set_status(gpu, NVS_STATUS_ASLEEP, "runtime-suspended");
-		return false;
+		goto err_unlock;
 	}
 	if (ret > 0) {
 		*rpm = true;
 	} else if (ret != -EINVAL) {	/* -EINVAL: runtime PM disabled */
 		snprintf(why, sizeof(why), "runtime PM error %d", ret);
 		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE, why);
-		return false;
+		goto err_unlock;
 	}
 
 	if (!nvs_in_d0(pdev)) {
@@ -111,14 +143,50 @@ err_put:
 	if (*rpm)
 		pm_runtime_put(&pdev->dev);
 	*rpm = false;
+err_unlock:
+	pci_cfg_access_unlock(pdev);
 	return false;
+}
+
+static void nvs_access_end(struct nvs_gpu *gpu, bool rpm)
+{
+	/* pm_runtime_put(), not _autosuspend: it must not extend the timer */
+	if (rpm)
+		pm_runtime_put(&gpu->pdev->dev);
+	pci_cfg_access_unlock(gpu->pdev);
 }
 
 static u32 nvs_read(struct nvs_gpu *gpu, u32 off)
 {
 	void __iomem *reg = nvs_gpu_reg(gpu, off);
 
-	return reg ? readl(reg) : ~0U;
+	if (!reg)
+		return ~0U;
+	gpu->mmio_reads++;
+	return readl(reg);
+}
+
+static bool nvs_raw_dead(u32 raw)
+{
+	return raw == ~0U || nvs_raw_poison(raw);
+}
+
+/*
+ * One memory module: the data word, then its validity word unless the
+ * data word already says the partition is not there. Returns false with
+ * *absent set when it is not (0xBADFxxxx or all-ones).
+ */
+static bool nvs_read_module(struct nvs_gpu *gpu,
+			    const struct nvs_chip_sensor *cs, s32 *mc,
+			    bool *absent)
+{
+	u32 raw = nvs_read(gpu, cs->off), vraw;
+
+	*absent = nvs_raw_dead(raw);
+	if (*absent)
+		return false;
+	vraw = nvs_read(gpu, cs->valid_off);
+	return nvs_decode(cs->decode, raw, vraw, mc);
 }
 
 static void nvs_update(struct nvs_gpu *gpu, unsigned int i, bool valid, s32 mc)
@@ -152,21 +220,87 @@ static void nvs_update(struct nvs_gpu *gpu, unsigned int i, bool valid, s32 mc)
 	nvs_genl_event_threshold(gpu, i, above);
 }
 
-/* One pass over the recipe; mem: also read the memory sensors. */
+/* Appends the current readings to the ring as sample gpu->seq + 1. */
+static void nvs_ring_push(struct nvs_gpu *gpu, u64 now)
+{
+	struct nvs_sample *e = &gpu->ring[gpu->seq & (NVS_RING_LEN - 1)];
+	unsigned int i;
+
+	gpu->samples++;
+	gpu->last_sample_ns = now;
+	gpu->seq++;
+	e->seq = gpu->seq;
+	e->ts_ns = now;
+	e->valid = 0;
+	for (i = 0; i < NVS_MAX_SENSORS; i++) {
+		bool v = i < gpu->nsensors && gpu->sensor[i].valid;
+
+		e->valid |= v ? BIT(i) : 0;
+		e->mc[i] = v ? gpu->sensor[i].mc : 0;
+	}
+}
+
+static void nvs_invalidate(struct nvs_gpu *gpu)
+{
+	unsigned int i;
+
+	for (i = 0; i < gpu->nsensors; i++)
+		gpu->sensor[i].valid = false;
+}
+
+/*
+ * Dormant modules, once every mem_reprobe_s: a module that answers is
+ * shown (its hwmon channel appears: the sampler thread re-registers the
+ * chip) and one that reads valid is read by every memory pass from now on.
+ * Called inside a pass, with the device checked.
+ */
+static void nvs_reprobe(struct nvs_gpu *gpu, u64 now)
+{
+	const struct nvs_chip_sensor *cs = gpu->chip->sensors;
+	unsigned int i;
+	bool absent;
+	s32 mc;
+
+	gpu->next_reprobe_ns = now + (u64)READ_ONCE(nvs_reprobe_s) * NSEC_PER_SEC;
+	for (i = 0; i < gpu->nsensors; i++) {
+		struct nvs_sensor *st = &gpu->sensor[i];
+
+		if (cs[i].kind != NVS_KIND_MODULE || !st->dormant)
+			continue;
+		if (nvs_read_module(gpu, &cs[i], &mc, &absent)) {
+			st->dormant = false;
+			gpu->ndormant--;
+			nvs_update(gpu, i, true, mc);
+		}
+		if (!absent && !st->present) {
+			st->present = true;
+			gpu->hwmon_stale = true;
+			if (gpu->sampler)
+				wake_up_process(gpu->sampler);
+		}
+	}
+}
+
+/*
+ * One pass over the recipe; mem: also read the memory sensors. The caller
+ * holds gpu->lock, so nothing unmaps the windows meanwhile.
+ */
 static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 {
 	const struct nvs_chip_sensor *cs = gpu->chip->sensors;
-	u32 raw[NVS_MAX_SENSORS], vraw[NVS_MAX_SENSORS];
-	DECLARE_BITMAP(rd, NVS_MAX_SENSORS);
-	bool all_ones = true, rpm;
+	bool all_ones = true, any_die = false, rpm, absent, ok;
 	unsigned int i, nvalid = 0;
 	int hottest = -1;
-	struct nvs_sample *e;
-	u32 valid_mask = 0;
+	u32 raw;
+	DECLARE_BITMAP(rd, NVS_MAX_SENSORS);
 	s32 mc;
 	u64 now;
 
 	lockdep_assert_held(&gpu->lock);
+	now = ktime_get_ns();
+	gpu->last_pass_ns = now;
+	if (mem)
+		gpu->last_mem_ns = now;
 	if (!nvs_may_sample(gpu))
 		return;
 	if (!nvs_access_begin(gpu, &rpm)) {
@@ -175,66 +309,71 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 		 * unavailable (-ENODATA) rather than as a stale number.
 		 */
 		gpu->unavailable++;
-		for (i = 0; i < gpu->nsensors; i++)
-			gpu->sensor[i].valid = false;
+		nvs_invalidate(gpu);
 		return;
 	}
 
+	/* die first: all-ones there means the device is gone or resetting */
 	bitmap_zero(rd, NVS_MAX_SENSORS);
 	for (i = 0; i < gpu->nsensors; i++) {
-		if (cs[i].kind != NVS_KIND_DIE && !mem)
+		if (cs[i].kind != NVS_KIND_DIE)
 			continue;
-		if (cs[i].kind == NVS_KIND_MODULE && !gpu->sensor[i].present)
-			continue;
-		raw[i] = nvs_read(gpu, cs[i].off);
-		vraw[i] = cs[i].decode == NVS_DEC_GDDR7 ?
-			  nvs_read(gpu, cs[i].valid_off) : 0;
-		if (cs[i].kind == NVS_KIND_DIE && raw[i] != ~0U)
+		raw = nvs_read(gpu, cs[i].off);
+		any_die = true;
+		if (raw != ~0U)
 			all_ones = false;
+		ok = nvs_decode(cs[i].decode, raw, 0, &mc);
+		nvs_update(gpu, i, ok, mc);
 		__set_bit(i, rd);
 	}
-	if (rpm)
-		pm_runtime_put(&gpu->pdev->dev);
-	now = ktime_get_ns();
-
-	if (all_ones) {
+	if (any_die && all_ones) {
+		nvs_access_end(gpu, rpm);
 		gpu->unavailable++;
-		for (i = 0; i < gpu->nsensors; i++)
-			gpu->sensor[i].valid = false;
+		nvs_invalidate(gpu);
 		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE,
 				   "device returned all-ones");
 		return;
 	}
 
-	for (i = 0; i < gpu->nsensors; i++) {
-		bool ok;
-
-		if (!test_bit(i, rd) || cs[i].kind == NVS_KIND_MODULE_MAX)
+	for (i = 0; mem && i < gpu->nsensors; i++) {
+		switch (cs[i].kind) {
+		case NVS_KIND_MEM:
+			raw = nvs_read(gpu, cs[i].off);
+			ok = nvs_decode(cs[i].decode, raw, 0, &mc);
+			break;
+		case NVS_KIND_MODULE:
+			if (gpu->sensor[i].dormant)
+				continue;
+			ok = nvs_read_module(gpu, &cs[i], &mc, &absent);
+			if (ok && (hottest < 0 || mc > gpu->sensor[hottest].mc))
+				hottest = i;
+			break;
+		default:
 			continue;
-		ok = nvs_decode(cs[i].decode, raw[i], vraw[i], &mc);
-		nvs_update(gpu, i, ok, mc);
-		if (ok && cs[i].kind == NVS_KIND_MODULE &&
-		    (hottest < 0 || mc > gpu->sensor[hottest].mc))
-			hottest = i;
-	}
-	/* "mem": the hottest module; the broadcast word when none reads */
-	for (i = 0; i < gpu->nsensors; i++) {
-		if (!test_bit(i, rd) || cs[i].kind != NVS_KIND_MODULE_MAX)
-			continue;
-		if (hottest >= 0)
-			nvs_update(gpu, i, true, gpu->sensor[hottest].mc);
-		else
-			nvs_update(gpu, i, nvs_decode(cs[i].decode, raw[i], 0, &mc),
-				   mc);
-	}
-
-	for (i = 0; i < gpu->nsensors; i++) {
-		if (gpu->sensor[i].valid) {
-			valid_mask |= BIT(i);
-			if (test_bit(i, rd))
-				nvalid++;
 		}
+		nvs_update(gpu, i, ok, mc);
+		__set_bit(i, rd);
 	}
+	/* "mem": the hottest module; its own register only when none reads */
+	for (i = 0; mem && i < gpu->nsensors; i++) {
+		if (cs[i].kind != NVS_KIND_MODULE_MAX)
+			continue;
+		if (hottest >= 0) {
+			nvs_update(gpu, i, true, gpu->sensor[hottest].mc);
+		} else {
+			raw = nvs_read(gpu, cs[i].off);
+			ok = nvs_decode(cs[i].decode, raw, 0, &mc);
+			nvs_update(gpu, i, ok, mc);
+		}
+		__set_bit(i, rd);
+	}
+	if (gpu->ndormant && now >= gpu->next_reprobe_ns)
+		nvs_reprobe(gpu, now);
+	nvs_access_end(gpu, rpm);
+
+	for (i = 0; i < gpu->nsensors; i++)
+		if (gpu->sensor[i].valid && test_bit(i, rd))
+			nvalid++;
 	if (!nvalid) {
 		gpu->unavailable++;
 		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE,
@@ -242,47 +381,66 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 		return;
 	}
 
-	gpu->samples++;
-	gpu->last_sample_ns = now;
-	e = &gpu->ring[gpu->seq & (NVS_RING_LEN - 1)];
-	gpu->seq++;
-	e->seq = gpu->seq;
-	e->ts_ns = now;
-	e->valid = valid_mask;
-	for (i = 0; i < NVS_MAX_SENSORS; i++)
-		e->mc[i] = i < gpu->nsensors && gpu->sensor[i].valid ?
-			   gpu->sensor[i].mc : 0;
+	nvs_ring_push(gpu, now);
 	nvs_gpu_set_status(gpu, NVS_STATUS_OK, "");
 }
 
-void nvs_sample_now(struct nvs_gpu *gpu)
+/*
+ * A reader wants current values (sample_hz 0). Rate-limited: the die
+ * sensors are read again only when the last pass is older than
+ * 1/NVS_ONDEMAND_HZ, the memory sensors when older than 1/mem_hz, so any
+ * number of readers costs at most what the default rate does.
+ */
+void nvs_sample_on_demand(struct nvs_gpu *gpu)
 {
-	nvs_pass(gpu, true);
+	u64 now = ktime_get_ns();
+	bool mem;
+
+	lockdep_assert_held(&gpu->lock);
+	if (gpu->sample_hz || gpu->removed || !gpu->mapped)
+		return;
+	if (gpu->last_pass_ns &&
+	    now - gpu->last_pass_ns < NSEC_PER_SEC / NVS_ONDEMAND_HZ)
+		return;
+	mem = !gpu->last_mem_ns ||
+	      now - gpu->last_mem_ns >= NSEC_PER_SEC / gpu->mem_hz;
+	nvs_pass(gpu, mem);
 }
 
 /*
- * Memory modules that read 0xBADFxxxx right after mapping do not exist on
- * this board; hwmon hides them. If the device cannot be read now, every
- * module stays present and reads as unavailable instead.
+ * Called by core.c right after mapping: sorts the memory modules into
+ * absent (0xBADFxxxx, all-ones: not shown, dormant), invalid (shown,
+ * dormant) and valid (read by every memory pass). If the device cannot be
+ * read now, every module stays shown and is read normally, so that
+ * nothing real is dropped because of a bad moment.
  */
-void nvs_sample_presence(struct nvs_gpu *gpu)
+void nvs_sample_probe_modules(struct nvs_gpu *gpu)
 {
 	const struct nvs_chip_sensor *cs = gpu->chip->sensors;
 	unsigned int i;
-	bool rpm;
-	u32 raw;
+	bool rpm, absent;
+	s32 mc;
 
 	lockdep_assert_held(&gpu->lock);
+	gpu->ndormant = 0;
+	for (i = 0; i < gpu->nsensors; i++)
+		gpu->sensor[i].dormant = false;
 	if (!nvs_may_sample(gpu) || !nvs_access_begin(gpu, &rpm))
 		return;
 	for (i = 0; i < gpu->nsensors; i++) {
+		struct nvs_sensor *st = &gpu->sensor[i];
+
 		if (cs[i].kind != NVS_KIND_MODULE)
 			continue;
-		raw = nvs_read(gpu, cs[i].off);
-		gpu->sensor[i].present = !nvs_raw_poison(raw);
+		st->dormant = !nvs_read_module(gpu, &cs[i], &mc, &absent);
+		st->present = !absent;
+		gpu->ndormant += st->dormant;
 	}
-	if (rpm)
-		pm_runtime_put(&gpu->pdev->dev);
+	nvs_access_end(gpu, rpm);
+	gpu->next_reprobe_ns = ktime_get_ns() +
+			       (u64)READ_ONCE(nvs_reprobe_s) * NSEC_PER_SEC;
+	/* the first pass reads the memory, and the valid modules with it */
+	gpu->last_mem_ns = 0;
 }
 
 static bool nvs_sampler_idle(struct nvs_gpu *gpu)
@@ -293,32 +451,47 @@ static bool nvs_sampler_idle(struct nvs_gpu *gpu)
 static int nvs_sampler_fn(void *data)
 {
 	struct nvs_gpu *gpu = data;
-	unsigned int hz, last_hz = 0, pass = 0;
+	unsigned int hz, mem_hz, last_hz = 0, last_mem_hz = 0, pass = 0;
 	ktime_t next = 0, now;
 	u64 period, slack;
 
 	set_freezable();
 	while (!kthread_should_stop()) {
 		try_to_freeze();
-		if (nvs_sampler_idle(gpu)) {
-			/* on demand, or nothing mapped: sleep until woken */
+		if (READ_ONCE(gpu->hwmon_stale))
+			nvs_core_refresh_hwmon(gpu);
+		/*
+		 * One read of each rate per pass: a writer may set 0 at any
+		 * moment, and the value tested must be the value divided by.
+		 */
+		hz = READ_ONCE(gpu->sample_hz);
+		mem_hz = max(READ_ONCE(gpu->mem_hz), 1U);
+		if (!hz || !READ_ONCE(gpu->mapped)) {
+			/*
+			 * On demand, or nothing mapped: sleep until woken; a
+			 * refresh that found the attach lock taken retries.
+			 */
 			set_current_state(TASK_INTERRUPTIBLE);
-			if (!kthread_should_stop() && nvs_sampler_idle(gpu))
-				schedule();
+			if (!kthread_should_stop() && nvs_sampler_idle(gpu)) {
+				if (READ_ONCE(gpu->hwmon_stale))
+					schedule_timeout(HZ / 10);
+				else
+					schedule();
+			}
 			__set_current_state(TASK_RUNNING);
 			last_hz = 0;
 			continue;
 		}
 
-		hz = READ_ONCE(gpu->sample_hz);
-		if (hz != last_hz) {
+		if (hz != last_hz || mem_hz != last_mem_hz) {
 			last_hz = hz;
+			last_mem_hz = mem_hz;
 			pass = 0;
 			next = ktime_get();
 		}
 
 		mutex_lock(&gpu->lock);
-		nvs_pass(gpu, pass % DIV_ROUND_UP(hz, NVS_MEM_HZ) == 0);
+		nvs_pass(gpu, pass % DIV_ROUND_UP(hz, mem_hz) == 0);
 		mutex_unlock(&gpu->lock);
 		pass++;
 
@@ -374,6 +547,14 @@ void nvs_sampler_set_hz(struct nvs_gpu *gpu, unsigned int hz)
 {
 	lockdep_assert_held(&gpu->lock);
 	WRITE_ONCE(gpu->sample_hz, min_t(unsigned int, hz, NVS_SAMPLE_HZ_MAX));
+	if (gpu->sampler)
+		wake_up_process(gpu->sampler);
+}
+
+void nvs_sampler_set_mem_hz(struct nvs_gpu *gpu, unsigned int mem_hz)
+{
+	lockdep_assert_held(&gpu->lock);
+	WRITE_ONCE(gpu->mem_hz, clamp_t(unsigned int, mem_hz, 1, NVS_MEM_HZ_MAX));
 	if (gpu->sampler)
 		wake_up_process(gpu->sampler);
 }
@@ -446,3 +627,7 @@ unsigned int nvs_ring_read(struct nvs_gpu *gpu, u64 since,
 	*next = seq;
 	return n;
 }
+
+#ifdef NVS_SELFTEST
+#include "selftest/sampler.c"
+#endif

@@ -12,11 +12,14 @@
  *                              of ok, no-driver, asleep, unavailable, removed
  *   sample_hz            0644  samples per second, 0 = on demand; root
  *                              writes a decimal 0..NVS_SAMPLE_HZ_MAX
+ *   mem_hz               0644  memory-sensor passes per second; root
+ *                              writes a decimal 1..NVS_MEM_HZ_MAX
  *   samples              0444  sampling passes taken
  *   unavailable_reads    0444  passes skipped or unreadable
  *   threshold_crossings  0444  threshold crossings, all sensors
  *   last_sample_ns       0444  CLOCK_MONOTONIC ns of the last sample, 0: none
  *   seq                  0444  sequence number of the newest sample, 0: none
+ *   mmio_reads           0444  32-bit register reads done so far
  *   simulated            0444  1 for a sim= device, else 0
  *   dmabuf_last_probe    0444  summary of the last dma-buf probe, or "none"
  *
@@ -68,6 +71,7 @@ static ssize_t status_show(struct device *dev, struct device_attribute *attr,
 	ssize_t len;
 
 	mutex_lock(&gpu->lock);
+	nvs_sample_on_demand(gpu);
 	st = gpu->removed ? NVS_STATUS_REMOVED : gpu->status;
 	len = sysfs_emit(buf, "%s", nvs_status_str(st));
 	if (gpu->reason[0])
@@ -115,6 +119,40 @@ out_unlock:
 }
 static DEVICE_ATTR_RW(sample_hz);
 
+static ssize_t mem_hz_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	struct nvs_gpu *gpu = dev_get_drvdata(dev);
+	unsigned int hz;
+
+	mutex_lock(&gpu->lock);
+	hz = gpu->mem_hz;
+	mutex_unlock(&gpu->lock);
+	return sysfs_emit(buf, "%u\n", hz);
+}
+
+static ssize_t mem_hz_store(struct device *dev, struct device_attribute *attr,
+			    const char *buf, size_t count)
+{
+	struct nvs_gpu *gpu = dev_get_drvdata(dev);
+	unsigned int hz;
+	ssize_t ret;
+
+	if (kstrtouint(buf, 10, &hz) || !hz || hz > NVS_MEM_HZ_MAX)
+		return -EINVAL;
+
+	mutex_lock(&gpu->lock);
+	ret = -ENODEV;
+	if (gpu->removed)
+		goto out_unlock;
+	nvs_sampler_set_mem_hz(gpu, hz);
+	ret = count;
+out_unlock:
+	mutex_unlock(&gpu->lock);
+	return ret;
+}
+static DEVICE_ATTR_RW(mem_hz);
+
 /* Counters are u64 and written by the sampler: read them under the lock. */
 #define NVS_U64_ATTR(_name, _field)					\
 static ssize_t _name##_show(struct device *dev,				\
@@ -135,6 +173,7 @@ NVS_U64_ATTR(unavailable_reads, unavailable);
 NVS_U64_ATTR(threshold_crossings, crossings);
 NVS_U64_ATTR(last_sample_ns, last_sample_ns);
 NVS_U64_ATTR(seq, seq);
+NVS_U64_ATTR(mmio_reads, mmio_reads);
 
 static ssize_t simulated_show(struct device *dev,
 			      struct device_attribute *attr, char *buf)
@@ -168,11 +207,13 @@ static struct attribute *nvs_gpu_attrs[] = {
 	&dev_attr_pci.attr,
 	&dev_attr_status.attr,
 	&dev_attr_sample_hz.attr,
+	&dev_attr_mem_hz.attr,
 	&dev_attr_samples.attr,
 	&dev_attr_unavailable_reads.attr,
 	&dev_attr_threshold_crossings.attr,
 	&dev_attr_last_sample_ns.attr,
 	&dev_attr_seq.attr,
+	&dev_attr_mmio_reads.attr,
 	&dev_attr_simulated.attr,
 	&dev_attr_dmabuf_last_probe.attr,
 	NULL

@@ -20,13 +20,17 @@
  *     NVS_A_GPU_NAME: string         marketing name, e.g. "GeForce RTX 5090"
  *     NVS_A_GPU_STATUS: u32          enum nvs_status
  *     NVS_A_GPU_STATUS_REASON: string
- *     NVS_A_GPU_SAMPLE_HZ: u32       0 = read on demand
+ *     NVS_A_GPU_SAMPLE_HZ: u32       0 = read on demand (GPU_GET and
+ *                                    SAMPLES_GET then take a fresh
+ *                                    sample, at most 50 a second)
  *     NVS_A_GPU_FLAGS: u32           NVS_GPU_F_*
  *     NVS_A_GPU_SAMPLES: u64         samples taken
  *     NVS_A_GPU_UNAVAILABLE: u64     sample passes skipped or unreadable
  *     NVS_A_GPU_CROSSINGS: u64       threshold crossings, all sensors
  *     NVS_A_GPU_LAST_SAMPLE_NS: u64  CLOCK_MONOTONIC ns of the last sample
  *     NVS_A_GPU_SEQ: u64             sequence number of the newest sample
+ *     NVS_A_GPU_MMIO_READS: u64      32-bit register reads done so far
+ *     NVS_A_GPU_MEM_HZ: u32          memory-sensor passes a second
  *     NVS_A_GPU_SENSORS: nest
  *       NVS_A_GPU_SENSOR: nest, repeated, in sensor id order; memory
  *                         modules absent from the board are left out
@@ -37,7 +41,7 @@
  *         NVS_SENSOR_A_PEAK: s32     highest since reset (if any valid)
  *         NVS_SENSOR_A_LOW: s32      lowest since reset (if any valid)
  *         NVS_SENSOR_A_MAX: s32      threshold, m°C (absent: none set)
- *         NVS_SENSOR_A_ALARM: u8     1 while MC > MAX
+ *         NVS_SENSOR_A_ALARM: u8     1 while VALID and MC > MAX
  *   A dump interrupted by a GPU being added or removed is flagged with
  *   NLM_F_DUMP_INTR; userspace retries it. A dump request carrying
  *   NVS_A_GPU_INDEX is refused (-EINVAL): use a do for one GPU.
@@ -71,6 +75,7 @@
  *   do; CAP_NET_ADMIN (GENL_ADMIN_PERM).
  *   Request:  NVS_A_GPU_INDEX: u32 (required)
  *             NVS_A_GPU_SAMPLE_HZ: u32 (0..NVS_SAMPLE_HZ_MAX)
+ *             NVS_A_GPU_MEM_HZ: u32 (1..NVS_MEM_HZ_MAX)
  *             NVS_A_SET_THRESHOLD: nest, repeatable (one per sensor)
  *               NVS_THRESH_A_SENSOR: string, sensor label
  *               NVS_THRESH_A_MAX: s32 m°C, NVS_THRESH_MIN_MC..NVS_THRESH_MAX_MC
@@ -83,8 +88,12 @@
  *   (no sensor with that label).
  *
  * NVS_CMD_DMABUF_PROBE
- *   do; CAP_NET_ADMIN (GENL_ADMIN_PERM). Takes a file descriptor of the
- *   calling process.
+ *   do; CAP_NET_ADMIN (GENL_ADMIN_PERM) and CAP_SYS_ADMIN. Takes a file
+ *   descriptor of the calling process. The importer must be owned by a
+ *   driver other than vfio-pci (a simulated GPU without ":owned" excepted).
+ *   The exporter's fences are waited for (5 s at most) before the import;
+ *   a buffer the exporter starts moving for the mapping is reported at
+ *   STEP FENCE with ERRNO EBUSY instead of being waited for.
  *   Request:  NVS_A_DMABUF_FD: s32 (required)
  *             NVS_A_DMABUF_IMPORTER: string, PCI bus id of the importing
  *                                    device (default: the GPU below)
@@ -109,7 +118,8 @@
  *   and ERRNO) so the caller learns how far it got; earlier failures are
  *   plain errors: -EBADF (not an fd), -EINVAL (not a dma-buf, or neither
  *   IMPORTER nor GPU_INDEX given), -ERANGE (negative fd), -ENODEV (no such
- *   importer or GPU), -EPERM.
+ *   importer or GPU, or it was removed), -EPERM (capabilities, or an
+ *   importer without a driver or owned by vfio-pci; extack says which).
  *
  * NVS_CMD_EVENT (multicast, group "events", never requested; any user may
  * subscribe: it carries nothing that hwmon and sysfs do not show to all)
@@ -128,6 +138,7 @@
 
 #define NVS_MAX_SENSORS		32
 #define NVS_SAMPLE_HZ_MAX	1000
+#define NVS_MEM_HZ_MAX		10
 #define NVS_THRESH_MIN_MC	(-40000)
 #define NVS_THRESH_MAX_MC	200000
 #define NVS_LABEL_LEN		16
@@ -156,7 +167,10 @@ enum nvs_status {
 enum nvs_gpu_flag {
 	NVS_GPU_F_SIMULATED = 1U << 0,
 	NVS_GPU_F_DRIVER_BOUND = 1U << 1,
-	__NVS_GPU_F_ALL = NVS_GPU_F_SIMULATED | NVS_GPU_F_DRIVER_BOUND
+	/* simulated, and read only while a driver owns it (sim=...:owned) */
+	NVS_GPU_F_SIM_OWNED = 1U << 2,
+	__NVS_GPU_F_ALL = NVS_GPU_F_SIMULATED | NVS_GPU_F_DRIVER_BOUND |
+			  NVS_GPU_F_SIM_OWNED
 };
 
 enum nvs_event {
@@ -202,6 +216,9 @@ enum nvs_attr {
 	NVS_A_EVENT_TYPE,
 	NVS_A_EVENT_TS_NS,
 	NVS_A_PAD,
+	/* added after version 1's first release: numbered after PAD */
+	NVS_A_GPU_MMIO_READS,
+	NVS_A_GPU_MEM_HZ,
 	__NVS_A_LAST
 };
 #define NVS_A_MAX (__NVS_A_LAST - 1)

@@ -44,7 +44,9 @@
 #   vm_qmp JSON            runs one QMP command on this guest's QEMU (the
 #                          host relays it: tests/vm/qmp-relay) and prints
 #                          the reply; fails on an error reply
-#   vm_qmp_event NAME SECS waits for a QMP event (e.g. DEVICE_DELETED)
+#   vm_qmp_event NAME SECS waits for a QMP event (e.g. DEVICE_DELETED);
+#                          [MATCH [SKIP]]: in its line, after SKIP lines
+#   vm_qmp_events          how many events the relay has logged
 #   sim_qdev N             QEMU's id of simulated GPU N (for device_del)
 #   sim_unplug N           QEMU removes simulated GPU N (device_del)
 #   sim_replug N           puts it back (device_add); nvs_restore_gpus
@@ -357,19 +359,29 @@ vm_qmp() {
 	return 1
 }
 
-# vm_qmp_event NAME SECS [MATCH]: waits until the relay has logged a QMP
-# event NAME (whose line also contains MATCH, e.g. the device id).
+# vm_qmp_event NAME SECS [MATCH [SKIP]]: waits until the relay has logged
+# a QMP event NAME (whose line also contains MATCH, e.g. the device id),
+# after the first SKIP lines of the log (vm_qmp_events: how many there are).
 vm_qmp_event() {
-	local name=$1 secs=$2 match=${3:-} i line
+	local name=$1 secs=$2 match=${3:-} skip=${4:-0} i n line
 	for ((i = 0; i < secs * 10; i++)); do
 		if [[ -f $NVS_OUT/qmp/events ]]; then
+			n=0
 			while IFS= read -r line; do
+				((n++ < skip)) && continue
 				[[ $line == *"\"event\": \"$name\""* && $line == *"$match"* ]] && return 0
 			done <"$NVS_OUT/qmp/events"
 		fi
 		nvs_sleep 0.1
 	done
 	return 1
+}
+
+# vm_qmp_events: the number of events logged so far.
+vm_qmp_events() {
+	local n=0 _
+	[[ -f $NVS_OUT/qmp/events ]] && while IFS= read -r _; do n=$((n + 1)); done <"$NVS_OUT/qmp/events"
+	echo "$n"
 }
 
 # sim_qdev N: the QEMU device id run-vm gave simulated GPU N.
@@ -380,11 +392,14 @@ sim_qdev() { echo "gpu$1"; }
 # the device whatever driver holds it). Returns once QEMU reports the
 # device deleted; the guest's PCI core may still be tearing it down.
 sim_unplug() {
-	local id
+	local id n0
 	id=$(sim_qdev "$1")
+	# only a DEVICE_DELETED after this request counts (a GPU may be
+	# unplugged more than once in a boot)
+	n0=$(vm_qmp_events)
 	vm_qmp "{\"execute\":\"device_del\",\"arguments\":{\"id\":\"$id\"}}" >/dev/null || return 1
 	: >"$NVS_OUT/qmp/unplugged-$1"
-	vm_qmp_event DEVICE_DELETED 30 "\"$id\""
+	vm_qmp_event DEVICE_DELETED 30 "\"$id\"" "$n0"
 }
 
 # The output folder as the host sees it (run-vm writes it to env).

@@ -61,7 +61,9 @@ t_eq thermal-validity-off-status "$(read_err "$c/status")" ok
 # One module only: only that one goes.
 sim 0 fixture gb202
 sim 0 validity-off 3
-wait_for 3 '! read_err $(hw_temp "$h" mem3)_input >/dev/null'
+# mem3 is still off from above: wait for a memory pass (mem_hz, once a
+# second by default) after both commands, which brings mem4 back
+wait_for 4 '[[ $(read_err $(hw_temp "$h" mem4)_input) == 64000 && $(read_err $(hw_temp "$h" mem3)_input) == "No data available" ]]'
 t_eq thermal-validity-one-module "$(read_err "$(hw_temp "$h" mem3)_input") $(read_err "$(hw_temp "$h" mem4)_input")" "No data available 64000"
 
 # A single poisoned die channel: that channel only.

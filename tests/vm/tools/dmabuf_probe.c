@@ -11,7 +11,7 @@
  *   KIND: udmabuf | heap | pipe | eventfd | memfd | closed | huge
  *   --user    drop to nobody before opening the netlink socket
  *   --count   probe N times (one fd); prints the last result and a tally
- *             "probes=N done=N enodev=N einval=N other=N"
+ *             "probes=N done=N enodev=N eperm=N einval=N other=N"
  *   --seconds S  with --count: stop after S seconds even if N is not reached
  *   --bufinfo PATH  afterwards, while the fd is still open, counts the
  *             devices /sys/kernel/debug/dma_buf/bufinfo lists as attached
@@ -329,7 +329,8 @@ static int attached(const char *path, int fd)
 int main(int argc, char **argv)
 {
 	const char *importer = NULL, *kind = NULL, *bufinfo = NULL;
-	unsigned long long size = 4096, count = 1, i, ok = 0, enodev = 0, einval = 0, fail = 0;
+	unsigned long long size = 4096, count = 1, i, ok = 0, enodev = 0, eperm = 0, einval = 0,
+			   fail = 0;
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
 	int gpu = -1, user = 0, one = 1, fd, a;
 	double seconds = 0;
@@ -382,6 +383,8 @@ int main(int argc, char **argv)
 			ok++;
 		else if (r.ret == -ENODEV)
 			enodev++;
+		else if (r.ret == -EPERM)
+			eperm++;
 		else if (r.ret == -EINVAL)
 			einval++;
 		else
@@ -389,8 +392,8 @@ int main(int argc, char **argv)
 	}
 	print(&r);
 	if (count > 1)
-		printf("probes=%llu done=%llu enodev=%llu einval=%llu other=%llu\n", i, ok, enodev,
-		       einval, fail);
+		printf("probes=%llu done=%llu enodev=%llu eperm=%llu einval=%llu other=%llu\n", i, ok,
+		       enodev, eperm, einval, fail);
 	if (bufinfo)
 		printf("attached=%d\n", attached(bufinfo, fd));
 	return 0;

@@ -256,12 +256,73 @@ static void fixture_gb202(void)
 	wr(GB_BCAST, 0x005a0000u | 0x0042u);	/* hottest: 120 °C */
 }
 
-/* Ada/Ampere: hotspot 75 °C, memory junction 86.40625 °C (0xacd / 32). */
+/*
+ * Ada/Ampere: hotspot 75 °C, memory junction 86.40625 °C (0xacd / 32).
+ * Every memory partition reads 0xBADFxxxx: a board without module sensors
+ * (and no leftovers of another fixture in the same file).
+ */
 static void fixture_ada(void)
 {
+	uint32_t p;
+
 	wr(ADA_HOTSPOT, 0x00004b00u | 0x12u);
 	wr(ADA_MEM, 0x50000acdu);
 	wr(GA104_MEM, 0x50000acdu);
+	for (p = 0; p < GB_NMEM; p++) {
+		wr(GB_MEM(p), 0xbadf5040u + p);
+		wr(GB_VALID(GB_MEM(p)), 0xbadf5040u);
+	}
+	wr(GB_BCAST, 0xbadf5040u);
+}
+
+/*
+ * "ada-g6x": an AD102 GDDR6X board (12 partitions) with one partition per
+ * validity edge case of kmod/chips.c ("Per-module memory temperatures");
+ * t-review-modules.sh checks the values these imply.
+ *   p  data        validity    expected
+ *   0  code 0x40   0x0f0005a5  88 °C      all four bits
+ *   1  code 0x38   0x01000000  72 °C      word 0's bit only (4-bit rule drops it)
+ *   2  code 0x3a   0x0e000000  ENODATA    bits 25-27 but not word 0's
+ *   3  code 0x3c   0xbadf1234  ENODATA    poisoned validity word (bit 24 set)
+ *   4  code 0x3c   0xffffffff  ENODATA    all-ones validity word
+ *   5  code 0x14   0x0f000000  ENODATA    0 °C: below code 21, a zeroed register
+ *   6  code 0x5a   0x0f000000  120 °C     clamped at code 80
+ *   7  0xbadf0007  0x0f000000  hidden     absent partition
+ *   8  0xffffffff  0xffffffff  hidden     all-ones partition
+ *   9  code 0x15   0x0f000000  2 °C       lowest valid code
+ *  10  code 0x2d   0x0f000000  50 °C      junk in bits 31:24 and 15:0
+ *  11  code 0x33   0x03000000  62 °C      words 0 and 1 sampled
+ *  12-15 absent (beyond AD102's 12 partitions)
+ */
+static void fixture_ada_g6x(void)
+{
+	static const struct { uint32_t data, valid; } part[GB_NMEM] = {
+		{ 0x00400000u, 0x0f0005a5u }, { 0x00380000u, 0x01000000u },
+		{ 0x003a0000u, 0x0e000000u }, { 0x003c0000u, 0xbadf1234u },
+		{ 0x003c0000u, 0xffffffffu }, { 0x00140000u, 0x0f000000u },
+		{ 0x005a0000u, 0x0f000000u }, { 0xbadf0007u, 0x0f000000u },
+		{ 0xffffffffu, 0xffffffffu }, { 0x00150000u, 0x0f000000u },
+		{ 0xa52d1234u, 0x0f000000u }, { 0x00330000u, 0x03000000u },
+		{ 0xbadf000cu, 0xbadf5040u }, { 0xbadf000du, 0xbadf5040u },
+		{ 0xbadf000eu, 0xbadf5040u }, { 0xbadf000fu, 0xbadf5040u },
+	};
+	uint32_t p;
+
+	fixture_ada();
+	for (p = 0; p < GB_NMEM; p++) {
+		wr(GB_MEM(p), part[p].data);
+		wr(GB_VALID(GB_MEM(p)), part[p].valid);
+	}
+}
+
+/* "gb202-full": the gb202 fixture with all 16 modules present (56 + 2p °C). */
+static void fixture_gb202_full(void)
+{
+	fixture_gb202();
+	wr(GB_MEM(6), (0x30u + 6) << 16);
+	wr(GB_VALID(GB_MEM(6)), GDDR7_VALID);
+	wr(GB_MEM(15), (0x30u + 15) << 16);
+	wr(GB_VALID(GB_MEM(15)), GDDR7_VALID);
 }
 
 /* Every register any recipe reads. */
@@ -471,7 +532,8 @@ static void usage(FILE *f)
 	      "  -f FILE    a register file, e.g. the host's gpuN.bar\n"
 	      "  (-b and -f repeat: one-shot commands then apply to every file)\n"
 	      "Commands:\n"
-	      "  fixture gb202|ada      exact known raw values (see the source for the table)\n"
+	      "  fixture NAME           exact known raw values (see the source for the tables):\n"
+	      "                         gb202, gb202-full (all 16 modules), ada, ada-g6x\n"
 	      "  set REG VALUE          write a raw 32-bit value\n"
 	      "  get REG                print a raw value\n"
 	      "  temp REG CELSIUS       write a temperature in REG's format (GDDR7: with validity)\n"
@@ -562,13 +624,17 @@ static int run(const char *file, bool is_dev, int argc, char *argv[])
 
 	if (!strcmp(cmd, "fixture")) {
 		if (argc != 2)
-			die("fixture needs a name: gb202 or ada");
+			die("fixture needs a name: gb202, gb202-full, ada or ada-g6x");
 		if (!strcmp(argv[1], "gb202"))
 			fixture_gb202();
+		else if (!strcmp(argv[1], "gb202-full"))
+			fixture_gb202_full();
 		else if (!strcmp(argv[1], "ada"))
 			fixture_ada();
+		else if (!strcmp(argv[1], "ada-g6x"))
+			fixture_ada_g6x();
 		else
-			die("unknown fixture `%s' (gb202, ada)", argv[1]);
+			die("unknown fixture `%s' (gb202, gb202-full, ada, ada-g6x)", argv[1]);
 	} else if (!strcmp(cmd, "set")) {
 		if (argc != 3)
 			die("set needs REG VALUE");
@@ -613,7 +679,7 @@ static int run(const char *file, bool is_dev, int argc, char *argv[])
 			die("validity-off takes at most one module number");
 		}
 		for (p = first; p <= last; p++)
-			wr(GB_VALID(GB_MEM(p)), rd(GB_VALID(GB_MEM(p))) & ~0x08000000u);
+			wr(GB_VALID(GB_MEM(p)), rd(GB_VALID(GB_MEM(p))) & ~GDDR7_VALID);
 	} else if (!strcmp(cmd, "dump")) {
 		dump();
 	} else {

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Self-tests of the register decoders, built with NVS_SELFTEST (make module
+ * NVS_SELFTEST=1) and run at load. Each row is a raw register value the
+ * hardware (or a fault) can produce, and what it must decode to; the
+ * values follow the fixtures of tests/vm/tools/nvsim.c.
+ */
+
+struct nvs_decode_case {
+	u8 dec;
+	u32 raw;
+	u32 vraw;
+	bool ok;
+	s32 mc;
+};
+
+static const struct nvs_decode_case nvs_decode_cases[] __initconst = {
+	/* Blackwell die: low 16 bits in 1/256 °C, 0 and > 150 °C are not */
+	{ NVS_DEC_FIX8, 0x00005a37, 0, true, 90215 },
+	{ NVS_DEC_FIX8, 0x00a14f80, 0, true, 79500 },	/* junk in 31:16 */
+	{ NVS_DEC_FIX8, 0x00000001, 0, true, 4 },
+	{ NVS_DEC_FIX8, 150 * 256, 0, true, 150000 },
+	{ NVS_DEC_FIX8, 150 * 256 + 1, 0, false, 0 },
+	{ NVS_DEC_FIX8, 0x00000000, 0, false, 0 },
+	{ NVS_DEC_FIX8, 0xffffffff, 0, false, 0 },
+	{ NVS_DEC_FIX8, 0xbadf1234, 0, false, 0 },
+	/* memory module: MR code 23:16, word 0's validity bit 24 */
+	{ NVS_DEC_MR, 0x00300000, 0x0f000000, true, 56000 },
+	{ NVS_DEC_MR, 0x01301234, 0x0f0005a5, true, 56000 },	/* junk bits */
+	{ NVS_DEC_MR, 0x00380000, 0x01000000, true, 72000 },	/* bit 24 only */
+	{ NVS_DEC_MR, 0x00330000, 0x03000000, true, 62000 },
+	{ NVS_DEC_MR, 0x003a0000, 0x0e000000, false, 0 },	/* not word 0's */
+	{ NVS_DEC_MR, 0x003c0000, 0xbadf1234, false, 0 },	/* poisoned valid */
+	{ NVS_DEC_MR, 0x003c0000, 0xffffffff, false, 0 },
+	{ NVS_DEC_MR, 0x003c0000, 0x00000000, false, 0 },
+	{ NVS_DEC_MR, 0x00140000, 0x0f000000, false, 0 },	/* code 20: 0 °C */
+	{ NVS_DEC_MR, 0x00150000, 0x0f000000, true, 2000 },	/* code 21 */
+	{ NVS_DEC_MR, 0x00500000, 0x0f000000, true, 120000 },	/* code 80 */
+	{ NVS_DEC_MR, 0x005a0000, 0x0f000000, true, 120000 },	/* clamped */
+	{ NVS_DEC_MR, 0x00ff0000, 0x0f000000, true, 120000 },
+	{ NVS_DEC_MR, 0xbadf0030, 0x0f000000, false, 0 },	/* absent */
+	{ NVS_DEC_MR, 0xffffffff, 0x0f000000, false, 0 },
+	/* broadcast word: same code, no validity word */
+	{ NVS_DEC_MR_BCAST, 0x005a0042, 0, true, 120000 },
+	{ NVS_DEC_MR_BCAST, 0x00300000, 0, true, 56000 },
+	{ NVS_DEC_MR_BCAST, 0x00000000, 0, false, 0 },
+	{ NVS_DEC_MR_BCAST, 0xffffffff, 0, false, 0 },
+	{ NVS_DEC_MR_BCAST, 0xbadf5040, 0, false, 0 },
+	/* Ampere/Ada junction: bits 11:0 in 1/32 °C */
+	{ NVS_DEC_ADA_MEM, 0x50000acd, 0, true, 86406 },
+	{ NVS_DEC_ADA_MEM, 0x00000001, 0, true, 31 },
+	{ NVS_DEC_ADA_MEM, 0x00000ffe, 0, true, 127938 },
+	{ NVS_DEC_ADA_MEM, 0x00000fff, 0, false, 0 },
+	{ NVS_DEC_ADA_MEM, 0x00000000, 0, false, 0 },
+	{ NVS_DEC_ADA_MEM, 0xbadf0acd, 0, false, 0 },
+	/* Ampere/Ada hotspot: bits 15:8 in whole °C, 0x7f and up invalid */
+	{ NVS_DEC_ADA_HOTSPOT, 0x00004b12, 0, true, 75000 },
+	{ NVS_DEC_ADA_HOTSPOT, 0x00007e00, 0, true, 126000 },
+	{ NVS_DEC_ADA_HOTSPOT, 0x00007f00, 0, false, 0 },
+	{ NVS_DEC_ADA_HOTSPOT, 0x0000ff00, 0, false, 0 },
+	{ NVS_DEC_ADA_HOTSPOT, 0x000000ff, 0, false, 0 },
+	{ NVS_DEC_ADA_HOTSPOT, 0xffffffff, 0, false, 0 },
+};
+
+bool __init nvs_selftest_decode(void)
+{
+	unsigned int i, formats = 0;
+	bool pass = true;
+	s32 mc;
+
+	for (i = 0; i < ARRAY_SIZE(nvs_decode_cases); i++) {
+		const struct nvs_decode_case *c = &nvs_decode_cases[i];
+		bool ok;
+
+		mc = S32_MIN;
+		ok = nvs_decode(c->dec, c->raw, c->vraw, &mc);
+		formats |= BIT(c->dec);
+		if (ok != c->ok || (ok && mc != c->mc) || (!ok && mc != S32_MIN)) {
+			pr_err("decode self-test %u: format %u raw %#010x valid %#010x: got %s %d, want %s %d\n",
+			       i + 1, c->dec, c->raw, c->vraw,
+			       ok ? "ok" : "invalid", mc,
+			       c->ok ? "ok" : "invalid", c->mc);
+			pass = false;
+		}
+	}
+	/* every format of enum nvs_decode has rows */
+	if (formats != GENMASK(__NVS_DEC_LAST - 1, 0)) {
+		pr_err("decode self-test: formats %#lx without rows\n",
+		       GENMASK(__NVS_DEC_LAST - 1, 0) & ~(unsigned long)formats);
+		pass = false;
+	}
+	if (pass)
+		pr_info("decode self-tests (%zu cases): pass\n",
+			ARRAY_SIZE(nvs_decode_cases));
+	return pass;
+}
