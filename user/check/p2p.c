@@ -467,21 +467,26 @@ static int setup(struct nvs_p2p_run *rn, char *err, size_t errlen)
 	}
 	if (n > NVS_P2P_MAX_GPUS)
 		n = NVS_P2P_MAX_GPUS;
-	for (const char *need = NULL;;) {
-#define NEED(fn) if (!rn->cu.fn) need = #fn;
-		NEED(cuDevicePrimaryCtxRetain) NEED(cuCtxSetCurrent) NEED(cuMemAlloc_v2) NEED(cuMemFree_v2)
-		NEED(cuMemcpyHtoD_v2) NEED(cuMemcpyDtoH_v2) NEED(cuMemcpyDtoD_v2) NEED(cuMemcpyPeer)
-		NEED(cuMemcpyPeerAsync) NEED(cuStreamCreate) NEED(cuStreamDestroy_v2) NEED(cuEventCreate)
-		NEED(cuEventRecord) NEED(cuEventSynchronize) NEED(cuEventElapsedTime) NEED(cuEventDestroy_v2)
-		NEED(cuStreamWaitEvent) NEED(cuCtxSynchronize) NEED(cuDeviceCanAccessPeer)
-		NEED(cuCtxEnablePeerAccess) NEED(cuCtxDisablePeerAccess)
+	/* Every entry point the measurement uses, checked before any is called. */
+	{
+		const struct { const void *fn; const char *name; } need[] = {
+#define NEED(fn) { (const void *)rn->cu.fn, #fn }
+			NEED(cuDevicePrimaryCtxRetain), NEED(cuCtxSetCurrent), NEED(cuMemAlloc_v2),
+			NEED(cuMemFree_v2), NEED(cuMemcpyHtoD_v2), NEED(cuMemcpyDtoH_v2), NEED(cuMemcpyDtoD_v2),
+			NEED(cuMemcpyPeer), NEED(cuMemcpyPeerAsync), NEED(cuStreamCreate), NEED(cuStreamDestroy_v2),
+			NEED(cuEventCreate), NEED(cuEventRecord), NEED(cuEventSynchronize), NEED(cuEventElapsedTime),
+			NEED(cuEventDestroy_v2), NEED(cuStreamWaitEvent), NEED(cuCtxSynchronize),
+			NEED(cuDeviceCanAccessPeer), NEED(cuCtxEnablePeerAccess), NEED(cuCtxDisablePeerAccess),
 #undef NEED
-		if (need) {
+		};
+
+		for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); ++i) {
+			if (need[i].fn)
+				continue;
 			snprintf(err, errlen, "%.300s lacks %s: the driver is too old or this is not libcuda",
-				 rn->cu.path, need);
+				 rn->cu.path, need[i].name);
 			return -ENOEXEC;
 		}
-		break;
 	}
 	rn->n = n;
 	for (int i = 0; i < n; ++i) {

@@ -162,12 +162,11 @@ static int make_cuda(struct cuda_buf *cb, const char *lib, const char *busid,
 			nvs_cuda_strerror(&cb->cu, r, err, sizeof(err)));
 	}
 	r = nvs_cuda_export_dmabuf(&cb->cu, cb->ptr, (size_t)size, &fd, err, sizeof(err));
-	if (r == CUDA_ERROR_NOT_SUPPORTED) {
+	if (r == CUDA_ERROR_NOT_SUPPORTED)
 		return -out_fail(NVS_EX_GATE, "libcuda refused to export GPU memory as a dma-buf: %s", err);
-	}
-	if (r != CUDA_SUCCESS) {
-		return -out_fail(r == NVS_CUDA_NO_ENTRY ? NVS_EX_MISSING : NVS_EX_FAIL, "Unable to export GPU memory as a dma-buf: %s", err);
-	}
+	if (r != CUDA_SUCCESS)
+		return -out_fail(r == NVS_CUDA_NO_ENTRY ? NVS_EX_MISSING : NVS_EX_FAIL,
+				 "Unable to export GPU memory as a dma-buf: %s", err);
 	return fd;
 }
 

@@ -372,13 +372,18 @@ static int cuda_setup(struct run *r)
 	if (nvs_cuda_load(&r->cu, r->o.cuda_lib, err, sizeof(err)))
 		return fail(r, NVS_EX_MISSING, "%s", err);
 	r->cu_loaded = true;
-	if ((cr = r->cu.cuInit(0)) || (cr = r->cu.cuDeviceGet(&r->cudev, r->o.gpu)))
+	cr = r->cu.cuInit(0);
+	if (!cr)
+		cr = r->cu.cuDeviceGet(&r->cudev, r->o.gpu);
+	if (cr)
 		return fail(r, NVS_EX_MISSING, "Unable to open GPU %d: %s", r->o.gpu,
 			    nvs_cuda_strerror(&r->cu, cr, err, sizeof(err)));
 	if (!r->cu.cuDevicePrimaryCtxRetain || !r->cu.cuCtxSetCurrent)
 		return fail(r, NVS_EX_MISSING, "This libcuda lacks cuDevicePrimaryCtxRetain or cuCtxSetCurrent");
-	if ((cr = r->cu.cuDevicePrimaryCtxRetain(&r->cuctx, r->cudev)) ||
-	    (cr = r->cu.cuCtxSetCurrent(r->cuctx))) {
+	cr = r->cu.cuDevicePrimaryCtxRetain(&r->cuctx, r->cudev);
+	if (!cr)
+		cr = r->cu.cuCtxSetCurrent(r->cuctx);
+	if (cr) {
 		r->cuctx = NULL;
 		return fail(r, NVS_EX_FAIL, "Unable to create a CUDA context on GPU %d: %s", r->o.gpu,
 			    nvs_cuda_strerror(&r->cu, cr, err, sizeof(err)));
@@ -901,16 +906,24 @@ static int parse(struct opts *o, int argc, const char *argv[])
 			usage(stdout, argv[0]);
 			return 1;
 		} else if (!strcmp(a, "--loopback")) {
-			o->loopback = true, modes++, takes = false;
+			o->loopback = true;
+			modes++;
+			takes = false;
 		} else if (!strcmp(a, "--server")) {
-			o->server = true, modes++, takes = false;
+			o->server = true;
+			modes++;
+			takes = false;
 		} else if (!strcmp(a, "--json")) {
-			o->json = true, takes = false;
+			o->json = true;
+			takes = false;
 			out_set_json(true);
-		} else if (!takes_value(a))
-			return out_usage(argv[0], "Unknown option: `%s'", a); else if (!v)
-			return out_usage(argv[0], "Option needs a value: `%s'", a); else if (!strcmp(a, "--client")) {
-			o->client = v, modes++;
+		} else if (!takes_value(a)) {
+			return out_usage(argv[0], "Unknown option: `%s'", a);
+		} else if (!v) {
+			return out_usage(argv[0], "Option needs a value: `%s'", a);
+		} else if (!strcmp(a, "--client")) {
+			o->client = v;
+			modes++;
 		} else if (!strcmp(a, "--dev")) {
 			o->dev = v;
 		} else if (!strcmp(a, "--peer-dev")) {
@@ -930,13 +943,12 @@ static int parse(struct opts *o, int argc, const char *argv[])
 				return out_usage(argv[0], "Unknown memory kind (host, cuda-dmabuf, cuda-peermem): `%s'", v);
 			peer_mem_set |= a[2] == 'p';
 		} else if (!strcmp(a, "--dmabuf-source")) {
-			if (!strcmp(v, "cuda")) {
+			if (!strcmp(v, "cuda"))
 				o->src = NVS_RMEM_SRC_CUDA;
-			} else if (!strcmp(v, "udmabuf")) {
+			else if (!strcmp(v, "udmabuf"))
 				o->src = NVS_RMEM_SRC_UDMABUF;
-			} else {
+			else
 				return out_usage(argv[0], "Unknown dma-buf source (cuda, udmabuf): `%s'", v);
-			}
 		} else if (!strcmp(a, "--gpu")) {
 			if (parse_int(v, 0, 1023, &o->gpu))
 				return out_usage(argv[0], "GPU is not a CUDA ordinal: `%s'", v);
