@@ -198,10 +198,10 @@ static const char *step_hint(const struct nvs_dmabuf_result *r)
 	switch (r->step) {
 	case NVS_DMABUF_STEP_ATTACH:
 		return "the exporter refused this importer: check the PCIe topology (same switch or a\n"
-		       "  P2P-capable root complex), ACS and the IOMMU mode (see docs/dmabuf.md)";
+		       "  P2P-capable root complex), ACS and the IOMMU mode (nvsidecar topo; nvsidecar(8), dmabuf)";
 	case NVS_DMABUF_STEP_MAP:
 		return "the exporter could not map the buffer for this importer: often BAR1 is full\n"
-		       "  or the IOMMU refused the peer mapping (see docs/dmabuf.md)";
+		       "  or the IOMMU refused the peer mapping (nvsidecar(8), dmabuf)";
 	case NVS_DMABUF_STEP_FENCE:
 		return "the exporter's fences did not signal within 5 s: the GPU is busy or hung";
 	default:
