@@ -518,6 +518,19 @@ static int check_dev(struct run *r)
 	return 0;
 }
 
+/* Both sides: our hello as private data, as many reads in flight as the device allows. */
+static void conn_param(const struct run *r, struct rdma_conn_param *cp, const struct nvs_rhello *mine)
+{
+	*cp = (struct rdma_conn_param){
+		.private_data = mine,
+		.private_data_len = sizeof(*mine),
+		.responder_resources = (uint8_t)r->a.max_rd,
+		.initiator_depth = (uint8_t)r->a.max_rd,
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+	};
+}
+
 static int run_server(struct run *r)
 {
 	struct addrinfo *ai = NULL;
@@ -540,7 +553,7 @@ static int run_server(struct run *r)
 			    errno == EADDRNOTAVAIL ? " (no RDMA port has this address)" : "");
 	if (rdma_listen(r->listen_id, 1))
 		return fail(r, NVS_EX_CONNECT, "Unable to listen: %s", strerror(errno));
-	fprintf(stderr, "Waiting up to %d s for a client on port %s\n", r->o.wait_s, r->o.port);
+	out_note("Waiting up to %d s for a client on port %s", r->o.wait_s, r->o.port);
 	if (cm_wait(r, RDMA_CM_EVENT_CONNECT_REQUEST, r->o.wait_s, &ev, "Waiting for a client"))
 		return -1;
 	r->a.id = ev->id;
@@ -561,12 +574,7 @@ static int run_server(struct run *r)
 		return fail(r, NVS_EX_FAIL, "Unable to post a receive buffer: %s", strerror(errno));
 	mine = (struct nvs_rhello){ NVS_RCTL_MAGIC, NVS_RCTL_VERSION, r->a.mem.addr, r->a.mem.len,
 				    r->a.mem.mr->rkey, (uint32_t)r->o.mem };
-	cp.private_data = &mine;
-	cp.private_data_len = sizeof(mine);
-	cp.responder_resources = (uint8_t)r->a.max_rd;
-	cp.initiator_depth = (uint8_t)r->a.max_rd;
-	cp.retry_count = 7;
-	cp.rnr_retry_count = 7;
+	conn_param(r, &cp, &mine);
 	if (rdma_accept(r->a.id, &cp))
 		return fail(r, NVS_EX_CONNECT, "Unable to accept the client: %s", strerror(errno));
 	if (cm_wait(r, RDMA_CM_EVENT_ESTABLISHED, r->o.timeout_s, &ev, "Accepting the client"))
@@ -669,12 +677,7 @@ static int run_client(struct run *r)
 		fail(r, NVS_EX_FAIL, "Unable to post a receive buffer: %s", strerror(errno));
 		goto out;
 	}
-	cp.private_data = &mine;
-	cp.private_data_len = sizeof(mine);
-	cp.responder_resources = (uint8_t)r->a.max_rd;
-	cp.initiator_depth = (uint8_t)r->a.max_rd;
-	cp.retry_count = 7;
-	cp.rnr_retry_count = 7;
+	conn_param(r, &cp, &mine);
 	if (rdma_connect(r->a.id, &cp)) {
 		fail(r, NVS_EX_CONNECT, "Unable to connect to %s: %s", r->o.client, strerror(errno));
 		goto out;
