@@ -160,7 +160,7 @@ static void text_cases(void)
 {
 	static const struct { const char *in, *text, *json; } c[] = {
 		{ "plain", "plain", "\"plain\"" },
-		{ "95 \xc2\xb0" "C", "95 \xc2\xb0" "C", "\"95 \xc2\xb0" "C\"" },
+		{ "95 \xc2\xb0\x43", "95 \xc2\xb0\x43", "\"95 \xc2\xb0\x43\"" },
 		{ "a\x1b[2Jb", "a\\x1b[2Jb", "\"a\\u001b[2Jb\"" },
 		{ "tab\tnl\ncr\r", "tab\\tnl\\ncr\\r", "\"tab\\tnl\\ncr\\r\"" },
 		{ "del\x7f", "del\\x7f", "\"del\\u007f\"" },

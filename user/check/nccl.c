@@ -253,7 +253,8 @@ static enum nvs_nccl_transport classify_net(const char *via, char *net, size_t n
 		*gdr = true;
 		e -= 7;
 	}
-	if (e > s && e[-1] == ')' && (p = rchr(s, e, '(')) && digits(p + 1, e - 1))
+	p = e > s && e[-1] == ')' ? rchr(s, e, '(') : NULL;
+	if (p && digits(p + 1, e - 1))
 		e = p;		/* "(proxy rank)" */
 	p = rchr(s, e, '/');
 	if (p && digits(p + 1, e))
@@ -340,15 +341,16 @@ static int parse_conn(struct nvs_nccl_log *log, const char *msg, const char *hos
 	int used = 0, sub, ret;
 	size_t n, slot;
 
-	if (sscanf(p, "Channel %d/%d :%n", &c.channel, &sub, &used) == 2 && used) {
-		snprintf(c.kind, sizeof(c.kind), "Channel");
-	} else if (used = 0, sscanf(p, "Channel %d :%n", &c.channel, &used) == 1 && used) {
-		snprintf(c.kind, sizeof(c.kind), "Channel");
-	} else if (used = 0, sscanf(p, "Ring %d :%n", &c.channel, &used) == 1 && used) {
-		snprintf(c.kind, sizeof(c.kind), "Ring");
-	} else {
-		return 1;
+	/* "Channel %02d/%d :" (P2P, NET), "Channel %02d :" (SHM), "Ring %02d :" (old) */
+	if (sscanf(p, "Channel %d/%d :%n", &c.channel, &sub, &used) != 2 || !used) {
+		used = 0;
+		if (sscanf(p, "Channel %d :%n", &c.channel, &used) != 1 || !used) {
+			used = 0;
+			if (sscanf(p, "Ring %d :%n", &c.channel, &used) != 1 || !used)
+				return 1;
+		}
 	}
+	snprintf(c.kind, sizeof(c.kind), "%s", p[0] == 'R' ? "Ring" : "Channel");
 	p += used;
 	/* "0[0] -> 1[1]": nvmlDev, or busId before 2.18, in the brackets */
 	if (sscanf(p, " %d[%*[^]]] -> %d[%*[^]]]", &c.from_rank, &c.to_rank) != 2)
@@ -408,7 +410,8 @@ static int parse_msg(struct nvs_nccl_log *log, char level, const char *msg, cons
 	}
 	if (level == 'W')
 		return add_note(log, true, host, dev, msg);
-	if ((s = strstr(msg, "NCCL version "))) {
+	s = strstr(msg, "NCCL version ");
+	if (s) {
 		snprintf(log->version, sizeof(log->version), "%.*s", (int)strcspn(s + 13, " \t"), s + 13);
 		return 0;
 	}
@@ -416,7 +419,8 @@ static int parse_msg(struct nvs_nccl_log *log, char level, const char *msg, cons
 		log->init_lines++;
 		return gpu_add(&log->dmabuf_avail, host, d);
 	}
-	if ((s = strstr(msg, "isAllDirectP2p "))) {
+	s = strstr(msg, "isAllDirectP2p ");
+	if (s) {
 		log->all_direct_p2p = atoi(s + 15);
 		return 0;
 	}
@@ -430,7 +434,8 @@ static int parse_msg(struct nvs_nccl_log *log, char level, const char *msg, cons
 		log->connected = true;
 		return 0;
 	}
-	if ((s = strstr(msg, " nNodes "))) {
+	s = strstr(msg, " nNodes ");
+	if (s) {
 		log->init_lines++;
 		if (atoi(s + 8) > log->nnodes)
 			log->nnodes = atoi(s + 8);

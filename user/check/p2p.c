@@ -29,6 +29,16 @@ static int cu_fail(struct nvs_p2p_run *rn, CUresult r, const char *what, char *e
 			return cu_fail(rn, r_, what, err, errlen);       \
 	} while (0)
 
+/* The same, for a function that cleans up at its out: label. */
+#define CU_OUT(call, what)                                               \
+	do {                                                             \
+		CUresult r_ = (call);                                    \
+		if (r_ != CUDA_SUCCESS) {                                \
+			ret = cu_fail(rn, r_, what, err, errlen);        \
+			goto out;                                        \
+		}                                                        \
+	} while (0)
+
 /* A position-dependent pattern: a shifted or partial copy cannot pass. */
 static void fill_pattern(uint8_t *p, size_t n, uint64_t seed)
 {
@@ -118,22 +128,14 @@ static int time_copies(struct nvs_p2p_run *rn, struct nvs_p2p_gpu *sg, struct nv
 		snprintf(err, errlen, "Unable to create an event");
 		return -EIO;
 	}
-#define TRY(call, what)                                                       \
-	do {                                                                  \
-		CUresult r_ = (call);                                         \
-		if (r_ != CUDA_SUCCESS) {                                     \
-			ret = cu_fail(rn, r_, what, err, errlen);             \
-			goto out;                                             \
-		}                                                             \
-	} while (0)
 	/* one copy first: the first transfer pays for mappings */
-	TRY(rn->cu.cuMemcpyPeerAsync(dst, dg->ctx, src, sg->ctx, n, sg->stream), "Peer copy failed");
-	TRY(rn->cu.cuEventRecord(e0, sg->stream), "Unable to record an event");
+	CU_OUT(rn->cu.cuMemcpyPeerAsync(dst, dg->ctx, src, sg->ctx, n, sg->stream), "Peer copy failed");
+	CU_OUT(rn->cu.cuEventRecord(e0, sg->stream), "Unable to record an event");
 	for (int i = 0; i < iters; ++i)
-		TRY(rn->cu.cuMemcpyPeerAsync(dst, dg->ctx, src, sg->ctx, n, sg->stream), "Peer copy failed");
-	TRY(rn->cu.cuEventRecord(e1, sg->stream), "Unable to record an event");
-	TRY(rn->cu.cuEventSynchronize(e1), "Peer copies did not complete");
-	TRY(rn->cu.cuEventElapsedTime(ms, e0, e1), "Unable to read the event timer");
+		CU_OUT(rn->cu.cuMemcpyPeerAsync(dst, dg->ctx, src, sg->ctx, n, sg->stream), "Peer copy failed");
+	CU_OUT(rn->cu.cuEventRecord(e1, sg->stream), "Unable to record an event");
+	CU_OUT(rn->cu.cuEventSynchronize(e1), "Peer copies did not complete");
+	CU_OUT(rn->cu.cuEventElapsedTime(ms, e0, e1), "Unable to read the event timer");
 out:
 	rn->cu.cuEventDestroy_v2(e0);
 	rn->cu.cuEventDestroy_v2(e1);
@@ -148,22 +150,22 @@ static int time_bidir(struct nvs_p2p_run *rn, struct nvs_p2p_gpu *sg, struct nvs
 	int ret = 0;
 
 	CU(rn->cu.cuCtxSetCurrent(sg->ctx), "Unable to select a context");
-	TRY(rn->cu.cuEventCreate(&start, CU_EVENT_DEFAULT), "Unable to create an event");
-	TRY(rn->cu.cuEventCreate(&end, CU_EVENT_DEFAULT), "Unable to create an event");
-	TRY(rn->cu.cuCtxSetCurrent(dg->ctx), "Unable to select a context");
-	TRY(rn->cu.cuEventCreate(&dst_done, CU_EVENT_DEFAULT), "Unable to create an event");
-	TRY(rn->cu.cuCtxSetCurrent(sg->ctx), "Unable to select a context");
-	TRY(rn->cu.cuEventRecord(start, sg->stream), "Unable to record an event");
-	TRY(rn->cu.cuStreamWaitEvent(dg->stream, start, 0), "Unable to order the streams");
+	CU_OUT(rn->cu.cuEventCreate(&start, CU_EVENT_DEFAULT), "Unable to create an event");
+	CU_OUT(rn->cu.cuEventCreate(&end, CU_EVENT_DEFAULT), "Unable to create an event");
+	CU_OUT(rn->cu.cuCtxSetCurrent(dg->ctx), "Unable to select a context");
+	CU_OUT(rn->cu.cuEventCreate(&dst_done, CU_EVENT_DEFAULT), "Unable to create an event");
+	CU_OUT(rn->cu.cuCtxSetCurrent(sg->ctx), "Unable to select a context");
+	CU_OUT(rn->cu.cuEventRecord(start, sg->stream), "Unable to record an event");
+	CU_OUT(rn->cu.cuStreamWaitEvent(dg->stream, start, 0), "Unable to order the streams");
 	for (int i = 0; i < iters; ++i) {
-		TRY(rn->cu.cuMemcpyPeerAsync(bf->b, dg->ctx, bf->a, sg->ctx, n, sg->stream), "Peer copy failed");
-		TRY(rn->cu.cuMemcpyPeerAsync(bf->c, sg->ctx, bf->d, dg->ctx, n, dg->stream), "Peer copy failed");
+		CU_OUT(rn->cu.cuMemcpyPeerAsync(bf->b, dg->ctx, bf->a, sg->ctx, n, sg->stream), "Peer copy failed");
+		CU_OUT(rn->cu.cuMemcpyPeerAsync(bf->c, sg->ctx, bf->d, dg->ctx, n, dg->stream), "Peer copy failed");
 	}
-	TRY(rn->cu.cuEventRecord(dst_done, dg->stream), "Unable to record an event");
-	TRY(rn->cu.cuStreamWaitEvent(sg->stream, dst_done, 0), "Unable to order the streams");
-	TRY(rn->cu.cuEventRecord(end, sg->stream), "Unable to record an event");
-	TRY(rn->cu.cuEventSynchronize(end), "Peer copies did not complete");
-	TRY(rn->cu.cuEventElapsedTime(ms, start, end), "Unable to read the event timer");
+	CU_OUT(rn->cu.cuEventRecord(dst_done, dg->stream), "Unable to record an event");
+	CU_OUT(rn->cu.cuStreamWaitEvent(sg->stream, dst_done, 0), "Unable to order the streams");
+	CU_OUT(rn->cu.cuEventRecord(end, sg->stream), "Unable to record an event");
+	CU_OUT(rn->cu.cuEventSynchronize(end), "Peer copies did not complete");
+	CU_OUT(rn->cu.cuEventElapsedTime(ms, start, end), "Unable to read the event timer");
 out:
 	if (start)
 		rn->cu.cuEventDestroy_v2(start);
@@ -173,7 +175,6 @@ out:
 		rn->cu.cuEventDestroy_v2(dst_done);
 	return ret;
 }
-#undef TRY
 
 static double gbps(size_t bytes, int iters, float ms)
 {
@@ -205,29 +206,20 @@ static int run_pair(struct nvs_p2p_run *rn, int s, int d, bool on, struct nvs_p2
 	fill_pattern(rn->pattern, n, (uint64_t)s << 40 | (uint64_t)d << 32 | on);
 	for (size_t i = 0; i < n; ++i)
 		rn->check[i] = (uint8_t)~rn->pattern[i];
-#define STEP(call, what)                                                      \
-	do {                                                                  \
-		CUresult r_ = (call);                                         \
-		if (r_ != CUDA_SUCCESS) {                                     \
-			ret = cu_fail(rn, r_, what, err, errlen);             \
-			goto out;                                             \
-		}                                                             \
-	} while (0)
 	/* destinations start as the inverse, so a copy that did not happen shows */
-	STEP(rn->cu.cuCtxSetCurrent(sg->ctx), "Unable to select a context");
-	STEP(rn->cu.cuMemcpyHtoD_v2(bf.a, rn->pattern, n), "Unable to fill the source");
-	STEP(rn->cu.cuMemcpyHtoD_v2(bf.c, rn->check, n), "Unable to fill the copy-back buffer");
-	STEP(rn->cu.cuCtxSetCurrent(dg->ctx), "Unable to select a context");
-	STEP(rn->cu.cuMemcpyHtoD_v2(bf.b, rn->check, n), "Unable to fill the destination");
-	STEP(rn->cu.cuMemcpyPeer(bf.b, dg->ctx, bf.a, sg->ctx, n), "Peer copy failed");
-	STEP(rn->cu.cuMemcpyPeer(bf.c, sg->ctx, bf.b, dg->ctx, n), "Peer copy back failed");
-	STEP(rn->cu.cuCtxSynchronize(), "Peer copies did not complete");
-	STEP(rn->cu.cuMemcpyDtoH_v2(rn->check, bf.b, n), "Unable to read the destination back");
+	CU_OUT(rn->cu.cuCtxSetCurrent(sg->ctx), "Unable to select a context");
+	CU_OUT(rn->cu.cuMemcpyHtoD_v2(bf.a, rn->pattern, n), "Unable to fill the source");
+	CU_OUT(rn->cu.cuMemcpyHtoD_v2(bf.c, rn->check, n), "Unable to fill the copy-back buffer");
+	CU_OUT(rn->cu.cuCtxSetCurrent(dg->ctx), "Unable to select a context");
+	CU_OUT(rn->cu.cuMemcpyHtoD_v2(bf.b, rn->check, n), "Unable to fill the destination");
+	CU_OUT(rn->cu.cuMemcpyPeer(bf.b, dg->ctx, bf.a, sg->ctx, n), "Peer copy failed");
+	CU_OUT(rn->cu.cuMemcpyPeer(bf.c, sg->ctx, bf.b, dg->ctx, n), "Peer copy back failed");
+	CU_OUT(rn->cu.cuCtxSynchronize(), "Peer copies did not complete");
+	CU_OUT(rn->cu.cuMemcpyDtoH_v2(rn->check, bf.b, n), "Unable to read the destination back");
 	res->bad_fwd = count_bad(rn->pattern, rn->check, n, &res->first_fwd);
-	STEP(rn->cu.cuCtxSetCurrent(sg->ctx), "Unable to select a context");
-	STEP(rn->cu.cuMemcpyDtoH_v2(rn->check, bf.c, n), "Unable to read the copy back");
+	CU_OUT(rn->cu.cuCtxSetCurrent(sg->ctx), "Unable to select a context");
+	CU_OUT(rn->cu.cuMemcpyDtoH_v2(rn->check, bf.c, n), "Unable to read the copy back");
 	res->bad_back = count_bad(rn->pattern, rn->check, n, &res->first_back);
-#undef STEP
 
 	ret = time_copies(rn, sg, dg, bf.b, bf.a, n, rn->o.iters, &ms, err, errlen);
 	if (ret)
@@ -467,21 +459,26 @@ static int setup(struct nvs_p2p_run *rn, char *err, size_t errlen)
 	}
 	if (n > NVS_P2P_MAX_GPUS)
 		n = NVS_P2P_MAX_GPUS;
-	for (const char *need = NULL;;) {
-#define NEED(fn) if (!rn->cu.fn) need = #fn;
-		NEED(cuDevicePrimaryCtxRetain) NEED(cuCtxSetCurrent) NEED(cuMemAlloc_v2) NEED(cuMemFree_v2)
-		NEED(cuMemcpyHtoD_v2) NEED(cuMemcpyDtoH_v2) NEED(cuMemcpyDtoD_v2) NEED(cuMemcpyPeer)
-		NEED(cuMemcpyPeerAsync) NEED(cuStreamCreate) NEED(cuStreamDestroy_v2) NEED(cuEventCreate)
-		NEED(cuEventRecord) NEED(cuEventSynchronize) NEED(cuEventElapsedTime) NEED(cuEventDestroy_v2)
-		NEED(cuStreamWaitEvent) NEED(cuCtxSynchronize) NEED(cuDeviceCanAccessPeer)
-		NEED(cuCtxEnablePeerAccess) NEED(cuCtxDisablePeerAccess)
+	/* Every entry point the measurement uses, checked before any is called. */
+	{
+		const struct { const void *fn; const char *name; } need[] = {
+#define NEED(fn) { (const void *)rn->cu.fn, #fn }
+			NEED(cuDevicePrimaryCtxRetain), NEED(cuCtxSetCurrent), NEED(cuMemAlloc_v2),
+			NEED(cuMemFree_v2), NEED(cuMemcpyHtoD_v2), NEED(cuMemcpyDtoH_v2), NEED(cuMemcpyDtoD_v2),
+			NEED(cuMemcpyPeer), NEED(cuMemcpyPeerAsync), NEED(cuStreamCreate), NEED(cuStreamDestroy_v2),
+			NEED(cuEventCreate), NEED(cuEventRecord), NEED(cuEventSynchronize), NEED(cuEventElapsedTime),
+			NEED(cuEventDestroy_v2), NEED(cuStreamWaitEvent), NEED(cuCtxSynchronize),
+			NEED(cuDeviceCanAccessPeer), NEED(cuCtxEnablePeerAccess), NEED(cuCtxDisablePeerAccess),
 #undef NEED
-		if (need) {
+		};
+
+		for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); ++i) {
+			if (need[i].fn)
+				continue;
 			snprintf(err, errlen, "%.300s lacks %s: the driver is too old or this is not libcuda",
-				 rn->cu.path, need);
+				 rn->cu.path, need[i].name);
 			return -ENOEXEC;
 		}
-		break;
 	}
 	rn->n = n;
 	for (int i = 0; i < n; ++i) {

@@ -162,12 +162,11 @@ static int make_cuda(struct cuda_buf *cb, const char *lib, const char *busid,
 			nvs_cuda_strerror(&cb->cu, r, err, sizeof(err)));
 	}
 	r = nvs_cuda_export_dmabuf(&cb->cu, cb->ptr, (size_t)size, &fd, err, sizeof(err));
-	if (r == CUDA_ERROR_NOT_SUPPORTED) {
+	if (r == CUDA_ERROR_NOT_SUPPORTED)
 		return -out_fail(NVS_EX_GATE, "libcuda refused to export GPU memory as a dma-buf: %s", err);
-	}
-	if (r != CUDA_SUCCESS) {
-		return -out_fail(r == NVS_CUDA_NO_ENTRY ? NVS_EX_MISSING : NVS_EX_FAIL, "Unable to export GPU memory as a dma-buf: %s", err);
-	}
+	if (r != CUDA_SUCCESS)
+		return -out_fail(r == NVS_CUDA_NO_ENTRY ? NVS_EX_MISSING : NVS_EX_FAIL,
+				 "Unable to export GPU memory as a dma-buf: %s", err);
 	return fd;
 }
 
@@ -199,10 +198,10 @@ static const char *step_hint(const struct nvs_dmabuf_result *r)
 	switch (r->step) {
 	case NVS_DMABUF_STEP_ATTACH:
 		return "the exporter refused this importer: check the PCIe topology (same switch or a\n"
-		       "  P2P-capable root complex), ACS and the IOMMU mode (see docs/dmabuf.md)";
+		       "  P2P-capable root complex), ACS and the IOMMU mode (nvsidecar topo; nvsidecar(8), dmabuf)";
 	case NVS_DMABUF_STEP_MAP:
 		return "the exporter could not map the buffer for this importer: often BAR1 is full\n"
-		       "  or the IOMMU refused the peer mapping (see docs/dmabuf.md)";
+		       "  or the IOMMU refused the peer mapping (nvsidecar(8), dmabuf)";
 	case NVS_DMABUF_STEP_FENCE:
 		return "the exporter's fences did not signal within 5 s: the GPU is busy or hung";
 	default:

@@ -372,13 +372,18 @@ static int cuda_setup(struct run *r)
 	if (nvs_cuda_load(&r->cu, r->o.cuda_lib, err, sizeof(err)))
 		return fail(r, NVS_EX_MISSING, "%s", err);
 	r->cu_loaded = true;
-	if ((cr = r->cu.cuInit(0)) || (cr = r->cu.cuDeviceGet(&r->cudev, r->o.gpu)))
+	cr = r->cu.cuInit(0);
+	if (!cr)
+		cr = r->cu.cuDeviceGet(&r->cudev, r->o.gpu);
+	if (cr)
 		return fail(r, NVS_EX_MISSING, "Unable to open GPU %d: %s", r->o.gpu,
 			    nvs_cuda_strerror(&r->cu, cr, err, sizeof(err)));
 	if (!r->cu.cuDevicePrimaryCtxRetain || !r->cu.cuCtxSetCurrent)
 		return fail(r, NVS_EX_MISSING, "This libcuda lacks cuDevicePrimaryCtxRetain or cuCtxSetCurrent");
-	if ((cr = r->cu.cuDevicePrimaryCtxRetain(&r->cuctx, r->cudev)) ||
-	    (cr = r->cu.cuCtxSetCurrent(r->cuctx))) {
+	cr = r->cu.cuDevicePrimaryCtxRetain(&r->cuctx, r->cudev);
+	if (!cr)
+		cr = r->cu.cuCtxSetCurrent(r->cuctx);
+	if (cr) {
 		r->cuctx = NULL;
 		return fail(r, NVS_EX_FAIL, "Unable to create a CUDA context on GPU %d: %s", r->o.gpu,
 			    nvs_cuda_strerror(&r->cu, cr, err, sizeof(err)));
@@ -513,6 +518,19 @@ static int check_dev(struct run *r)
 	return 0;
 }
 
+/* Both sides: our hello as private data, as many reads in flight as the device allows. */
+static void conn_param(const struct run *r, struct rdma_conn_param *cp, const struct nvs_rhello *mine)
+{
+	*cp = (struct rdma_conn_param){
+		.private_data = mine,
+		.private_data_len = sizeof(*mine),
+		.responder_resources = (uint8_t)r->a.max_rd,
+		.initiator_depth = (uint8_t)r->a.max_rd,
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+	};
+}
+
 static int run_server(struct run *r)
 {
 	struct addrinfo *ai = NULL;
@@ -535,7 +553,7 @@ static int run_server(struct run *r)
 			    errno == EADDRNOTAVAIL ? " (no RDMA port has this address)" : "");
 	if (rdma_listen(r->listen_id, 1))
 		return fail(r, NVS_EX_CONNECT, "Unable to listen: %s", strerror(errno));
-	fprintf(stderr, "Waiting up to %d s for a client on port %s\n", r->o.wait_s, r->o.port);
+	out_note("Waiting up to %d s for a client on port %s", r->o.wait_s, r->o.port);
 	if (cm_wait(r, RDMA_CM_EVENT_CONNECT_REQUEST, r->o.wait_s, &ev, "Waiting for a client"))
 		return -1;
 	r->a.id = ev->id;
@@ -556,12 +574,7 @@ static int run_server(struct run *r)
 		return fail(r, NVS_EX_FAIL, "Unable to post a receive buffer: %s", strerror(errno));
 	mine = (struct nvs_rhello){ NVS_RCTL_MAGIC, NVS_RCTL_VERSION, r->a.mem.addr, r->a.mem.len,
 				    r->a.mem.mr->rkey, (uint32_t)r->o.mem };
-	cp.private_data = &mine;
-	cp.private_data_len = sizeof(mine);
-	cp.responder_resources = (uint8_t)r->a.max_rd;
-	cp.initiator_depth = (uint8_t)r->a.max_rd;
-	cp.retry_count = 7;
-	cp.rnr_retry_count = 7;
+	conn_param(r, &cp, &mine);
 	if (rdma_accept(r->a.id, &cp))
 		return fail(r, NVS_EX_CONNECT, "Unable to accept the client: %s", strerror(errno));
 	if (cm_wait(r, RDMA_CM_EVENT_ESTABLISHED, r->o.timeout_s, &ev, "Accepting the client"))
@@ -664,12 +677,7 @@ static int run_client(struct run *r)
 		fail(r, NVS_EX_FAIL, "Unable to post a receive buffer: %s", strerror(errno));
 		goto out;
 	}
-	cp.private_data = &mine;
-	cp.private_data_len = sizeof(mine);
-	cp.responder_resources = (uint8_t)r->a.max_rd;
-	cp.initiator_depth = (uint8_t)r->a.max_rd;
-	cp.retry_count = 7;
-	cp.rnr_retry_count = 7;
+	conn_param(r, &cp, &mine);
 	if (rdma_connect(r->a.id, &cp)) {
 		fail(r, NVS_EX_CONNECT, "Unable to connect to %s: %s", r->o.client, strerror(errno));
 		goto out;
@@ -901,16 +909,24 @@ static int parse(struct opts *o, int argc, const char *argv[])
 			usage(stdout, argv[0]);
 			return 1;
 		} else if (!strcmp(a, "--loopback")) {
-			o->loopback = true, modes++, takes = false;
+			o->loopback = true;
+			modes++;
+			takes = false;
 		} else if (!strcmp(a, "--server")) {
-			o->server = true, modes++, takes = false;
+			o->server = true;
+			modes++;
+			takes = false;
 		} else if (!strcmp(a, "--json")) {
-			o->json = true, takes = false;
+			o->json = true;
+			takes = false;
 			out_set_json(true);
-		} else if (!takes_value(a))
-			return out_usage(argv[0], "Unknown option: `%s'", a); else if (!v)
-			return out_usage(argv[0], "Option needs a value: `%s'", a); else if (!strcmp(a, "--client")) {
-			o->client = v, modes++;
+		} else if (!takes_value(a)) {
+			return out_usage(argv[0], "Unknown option: `%s'", a);
+		} else if (!v) {
+			return out_usage(argv[0], "Option needs a value: `%s'", a);
+		} else if (!strcmp(a, "--client")) {
+			o->client = v;
+			modes++;
 		} else if (!strcmp(a, "--dev")) {
 			o->dev = v;
 		} else if (!strcmp(a, "--peer-dev")) {
@@ -930,13 +946,12 @@ static int parse(struct opts *o, int argc, const char *argv[])
 				return out_usage(argv[0], "Unknown memory kind (host, cuda-dmabuf, cuda-peermem): `%s'", v);
 			peer_mem_set |= a[2] == 'p';
 		} else if (!strcmp(a, "--dmabuf-source")) {
-			if (!strcmp(v, "cuda")) {
+			if (!strcmp(v, "cuda"))
 				o->src = NVS_RMEM_SRC_CUDA;
-			} else if (!strcmp(v, "udmabuf")) {
+			else if (!strcmp(v, "udmabuf"))
 				o->src = NVS_RMEM_SRC_UDMABUF;
-			} else {
+			else
 				return out_usage(argv[0], "Unknown dma-buf source (cuda, udmabuf): `%s'", v);
-			}
 		} else if (!strcmp(a, "--gpu")) {
 			if (parse_int(v, 0, 1023, &o->gpu))
 				return out_usage(argv[0], "GPU is not a CUDA ordinal: `%s'", v);

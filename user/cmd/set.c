@@ -76,11 +76,9 @@ static int parse_args(int argc, const char *argv[], struct nvs_set_req *req, cha
 			}
 		} else if (!strcmp(argv[i], "reset-peaks")) {
 			req->reset_peaks = true;
-		} else if (!strcmp(argv[i], "sample-hz") || !strcmp(argv[i], "threshold")) {
-			snprintf(msg, msglen, "Missing value for `%s'", argv[i]);
-			return -1;
 		} else {
-			snprintf(msg, msglen, "Unknown setting: `%s'", argv[i]);
+			snprintf(msg, msglen, !strcmp(argv[i], "sample-hz") || !strcmp(argv[i], "threshold") ?
+				 "Missing value for `%s'" : "Unknown setting: `%s'", argv[i]);
 			return -1;
 		}
 	}

@@ -155,7 +155,7 @@ static void show(const struct nvs_gpu_info *gpus, size_t n, bool watch, const ch
 		for (unsigned int k = 0; k < g->nsensors; ++k) {
 			const struct nvs_sensor_info *s = &g->sensors[k];
 			bool at_peak = watch && s->valid && s->has_peak && s->mc >= s->peak;
-			enum out_color c = s->alarm ? OUT_ALARM : at_peak ? OUT_WARN : s->valid ? OUT_PLAIN : OUT_DIM;
+			enum out_color c = s->alarm ? OUT_ALARM : at_peak ? OUT_PEAK : s->valid ? OUT_PLAIN : OUT_DIM;
 			char v[4][16];
 
 			out_obj(OUT_JSON, NULL);
@@ -171,7 +171,7 @@ static void show(const struct nvs_gpu_info *gpus, size_t n, bool watch, const ch
 #undef OPT
 			out_bool(OUT_JSON, "alarm", NULL, s->alarm);
 			/* Without colour the mark is the only highlight. */
-			out_text("%s%9s%s%s %9s %9s %9s%s%s", out_cfg(c), cell(v[0], sizeof(v[0]), s->valid, s->mc),
+			out_text("%s%9s%s%s %9s %9s %9s%s%s", c == OUT_PLAIN ? "" : out_cfg(c), cell(v[0], sizeof(v[0]), s->valid, s->mc),
 				 at_peak ? "*" : " ", c == OUT_PLAIN ? "" : out_cfg(OUT_PLAIN),
 				 cell(v[1], sizeof(v[1]), s->has_peak, s->peak), cell(v[2], sizeof(v[2]), s->has_low, s->low),
 				 cell(v[3], sizeof(v[3]), s->has_max, s->max), s->alarm ? "  ALARM" : "", eol);
@@ -296,7 +296,7 @@ static void find_again(struct nvs_handle *h, struct rec_gpu *r)
 		/* A new device starts counting again; take all it has. */
 		if (gpus[i].seq < r->since)
 			r->since = 0;
-		fprintf(stderr, "gpu%u (%s) is back; recording it again\n", r->index, r->busid);
+		out_note("gpu%u (%s) is back; recording it again", r->index, r->busid);
 		break;
 	}
 	free(gpus);
@@ -340,7 +340,7 @@ static int record(struct nvs_cli *c, const struct opts *o, struct nvs_ofile *rf)
 	}
 	rg = calloc(n, sizeof(*rg));
 	if (!rg) {
-		perror("Unable to allocate memory");
+		ret = out_fail(NVS_EX_FAIL, "Unable to allocate memory: %s", strerror(errno));
 		goto cleanup;
 	}
 	for (size_t i = 0; i < n; ++i) {
@@ -348,8 +348,8 @@ static int record(struct nvs_cli *c, const struct opts *o, struct nvs_ofile *rf)
 		memcpy(rg[i].busid, gpus[i].busid, sizeof(rg[i].busid));
 		rg[i].since = gpus[i].seq + 1;
 		if (add_columns(&rg[i], &gpus[i], labels, &nlabels) < 0) {
-			fprintf(stderr, "Too many distinct sensor labels to record (more than %d)\n",
-				NVS_MAX_SENSORS);
+			ret = out_fail(NVS_EX_FAIL, "Too many distinct sensor labels to record (more than %d)",
+				       NVS_MAX_SENSORS);
 			goto cleanup;
 		}
 	}
@@ -359,8 +359,8 @@ static int record(struct nvs_cli *c, const struct opts *o, struct nvs_ofile *rf)
 	catch_signals();
 	start_ns = now_ns();
 	end_ns = start_ns + o->duration_ms * 1000000ULL;
-	fprintf(stderr, "Recording %zu GPU%s for %.3f s to `%s'\n", n, n == 1 ? "" : "s",
-		(double)o->duration_ms / 1000, o->record);
+	out_note("Recording %zu GPU%s for %.3f s to `%s'", n, n == 1 ? "" : "s",
+		 (double)o->duration_ms / 1000, o->record);
 	for (;;) {
 		/* The pass after the deadline (or a signal) drains the rest. */
 		bool last = stop || now_ns() >= end_ns;
@@ -378,13 +378,13 @@ static int record(struct nvs_cli *c, const struct opts *o, struct nvs_ofile *rf)
 				continue;
 			if (nvs_samples_get(h, r->index, r->since, &s) < 0) {
 				if (errno == ENODEV) {
-					fprintf(stderr, "gpu%u (%s) went away; waiting for it to "
-						"come back\n", r->index, r->busid);
+					out_note("gpu%u (%s) went away; waiting for it to come back",
+						 r->index, r->busid);
 					r->gone = true;
 					continue;
 				}
-				fprintf(stderr, "Unable to read the samples of gpu%u: %s\n",
-					r->index, nvs_last_error(h));
+				ret = out_fail(nvs_exit_for_errno(errno), "Unable to read the samples of gpu%u: %s",
+					       r->index, nvs_last_error(h));
 				goto cleanup;
 			}
 			r->lost += s.lost;
@@ -397,7 +397,7 @@ static int record(struct nvs_cli *c, const struct opts *o, struct nvs_ofile *rf)
 		sleep_ms(RECORD_POLL_MS);
 	}
 	if (nvs_ofile_commit(rf, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s\n", err);
+		ret = out_fail(NVS_EX_FAIL, "%s", err);
 		goto cleanup;
 	}
 
@@ -405,24 +405,22 @@ static int record(struct nvs_cli *c, const struct opts *o, struct nvs_ofile *rf)
 		lost += rg[i].lost;
 		rows += rg[i].rows;
 	}
-	fprintf(stderr, "%secorded %" PRIu64 " samples of %zu GPU%s to `%s' in %.3f s, lost %"
-		PRIu64 "\n", interrupted ? "Interrupted: r" : "R", rows, n, n == 1 ? "" : "s",
-		o->record, (double)(end_ns - start_ns) / 1e9, lost);
+	out_note("%secorded %" PRIu64 " samples of %zu GPU%s to `%s' in %.3f s, lost %" PRIu64,
+		 interrupted ? "Interrupted: r" : "R", rows, n, n == 1 ? "" : "s", o->record,
+		 (double)(end_ns - start_ns) / 1e9, lost);
 	for (size_t i = 0; lost && i < n; ++i)
 		if (rg[i].lost)
-			fprintf(stderr, "  gpu%u lost %" PRIu64 " samples\n", rg[i].index, rg[i].lost);
+			out_note("  gpu%u lost %" PRIu64 " samples", rg[i].index, rg[i].lost);
 	if (lost && !o->allow_loss) {
-		fprintf(stderr, "Samples were lost: the recorder fell behind the kernel's ring; "
-			"lower the rate with `%s set GPU sample-hz N' or pass --allow-loss\n",
-			PROG_NAME);
-		ret = NVS_EX_LOST;
+		ret = out_fail(NVS_EX_LOST, "Samples were lost: the recorder fell behind the kernel's ring; "
+			       "lower the rate with `%s set GPU sample-hz N' or pass --allow-loss", PROG_NAME);
 	} else {
 		ret = NVS_EX_OK;
 	}
 	goto cleanup;
 
 write_error:
-	fprintf(stderr, "Unable to write the recording `%s': %s\n", o->record, strerror(errno));
+	ret = out_fail(NVS_EX_FAIL, "Unable to write the recording `%s': %s", o->record, strerror(errno));
 cleanup:
 	nvs_samples_free(&s);
 	free(rg);

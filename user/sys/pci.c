@@ -192,32 +192,37 @@ static int read_sysfs_str(const char *path, char *buf, size_t len)
 	return 0;
 }
 
+/* The last component of the link /sys/bus/pci/devices/BDF/what points to ("" if none). */
+static const char *link_base(const char *bdf, const char *what, char *link, size_t len)
+{
+	char path[PATH_MAX];
+	const char *base;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/%s", bdf, what);
+	n = readlink(path, link, len - 1);
+	if (n <= 0)
+		return "";
+	link[n] = 0;
+	base = strrchr(link, '/');
+	return base ? base + 1 : link;
+}
+
 static void fill_sysfs(struct nvs_pci_dev *d)
 {
 	char path[PATH_MAX], link[PATH_MAX], buf[64];
-	ssize_t n;
+	const char *base;
 
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/iommu_group", d->bdf);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n > 0) {
-		const char *base;
-
-		link[n] = 0;
-		base = strrchr(link, '/');
-		d->iommu_group = atoi(base ? base + 1 : link);
+	base = link_base(d->bdf, "iommu_group", link, sizeof(link));
+	if (*base) {
+		d->iommu_group = atoi(base);
 		snprintf(path, sizeof(path), "/sys/kernel/iommu_groups/%d/type", d->iommu_group);
 		if (!read_sysfs_str(path, buf, sizeof(buf)))
 			snprintf(d->iommu_type, sizeof(d->iommu_type), "%.15s", buf);
 	}
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver", d->bdf);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n > 0) {
-		const char *base;
-
-		link[n] = 0;
-		base = strrchr(link, '/');
-		snprintf(d->driver, sizeof(d->driver), "%.31s", base ? base + 1 : link);
-	}
+	base = link_base(d->bdf, "driver", link, sizeof(link));
+	if (*base)
+		snprintf(d->driver, sizeof(d->driver), "%.31s", base);
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/infiniband", d->bdf);
 	d->has_ib_dir = access(path, F_OK) == 0;
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/numa_node", d->bdf);

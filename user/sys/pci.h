@@ -43,8 +43,8 @@ enum nvs_pci_role {
 
 struct nvs_pci_link {
 	bool present;		/* has a PCIe capability */
-	int port_type;		/* NVS_PCIE_*, -1 without a PCIe capability,
-				 * -2 a bridge whose capabilities were unreadable */
+	/* NVS_PCIE_*, -1 without a PCIe capability, -2 a bridge whose capabilities were unreadable */
+	int port_type;
 	int cur_speed, cur_width;	/* link status; speed 1 = 2.5 GT/s .. 6 = 64 GT/s */
 	int max_speed, max_width;	/* link capabilities */
 };
