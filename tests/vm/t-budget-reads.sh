@@ -14,7 +14,7 @@
 #     push the reads above the default budget (review finding 8).
 set -u
 
-genl() { python3 "$NVS_TOP/tests/vm/tools/nvs_genl.py" "$@"; }
+genl() { python3 -S "$NVS_TOP/tests/vm/tools/nvs_genl.py" "$@"; }
 
 # window SECONDS: "reads passes rate" of GPU0 over that long (rate: reads a
 # second of the sampler's own clock), from two netlink snapshots taken
@@ -80,7 +80,7 @@ idx=${c##*/gpu}
 t_eq budget-mem-hz-netlink "$(genl set --gpu "$idx" --mem-hz 3 --mem-hz 0 --mem-hz 11 | tr '\n' ' ')" \
 	"ret=0 ret=-34 ret=-34 mem_hz=3 "
 t_eq budget-mem-hz-netlink-sysfs "$(read_err "$c/mem_hz")" 3
-t_eq budget-mem-hz-netlink-user "$(as_user python3 "$NVS_TOP/tests/vm/tools/nvs_genl.py" set --gpu "$idx" --mem-hz 2 | tr '\n' ' ')" \
+t_eq budget-mem-hz-netlink-user "$(as_user python3 -S "$NVS_TOP/tests/vm/tools/nvs_genl.py" set --gpu "$idx" --mem-hz 2 | tr '\n' ' ')" \
 	"ret=-1 mem_hz=3 "
 
 # 1000 Hz, for the record (emulation may not keep up: no bound here)
@@ -136,7 +136,7 @@ nvs_sleep 0.05
 t_eq budget-ondemand-hwmon "$(as_user cat "$(hw_temp "$h" ch1)_input")" 66000
 sim 0 temp ch1 67
 nvs_sleep 0.05
-got=$(as_user python3 "$NVS_TOP/tests/vm/tools/nvs_genl.py" get --gpu "$idx")
+got=$(as_user python3 -S "$NVS_TOP/tests/vm/tools/nvs_genl.py" get --gpu "$idx")
 [[ $got == *" ch1=67000/1/"* ]] && t_pass budget-ondemand-netlink || t_fail budget-ondemand-netlink "$got"
 bdf=$(sim_bdf 0)
 setpci -s "$bdf" COMMAND=0:2
@@ -152,7 +152,7 @@ as_user bash -c "while [[ ! -e $stop ]]; do for f in $h/temp*_input $h/temp*_max
 r1=$!
 as_user bash -c "while [[ ! -e $stop ]]; do read -r _ <$c/status; done" 2>/dev/null &
 r2=$!
-as_user python3 "$NVS_TOP/tests/vm/tools/nvs_genl.py" hammer --seconds 12 >/tmp/budget-hammer &
+as_user python3 -S "$NVS_TOP/tests/vm/tools/nvs_genl.py" hammer --seconds 12 >/tmp/budget-hammer &
 r3=$!
 nvs_sleep 2
 read -r r p rate < <(window 4)
