@@ -13,8 +13,10 @@ Usage:
                                      samples=N last_sample_ns=N (one
                                      consistent snapshot), then
                                      label=mc/valid/alarm per sensor
-  nvs_genl.py set --gpu N [--sample-hz X] [--mem-hz Y]
-                                     GPU_SET; prints ret=ERRNO (0 or -errno)
+  nvs_genl.py set --gpu N [--sample-hz X] [--mem-hz Y]...
+                                     GPU_SET, once per --mem-hz given (or
+                                     once); prints ret=ERRNO (0 or -errno)
+                                     per request, then the GPU's mem_hz
   nvs_genl.py window --gpu N --seconds S
                                      two GPU_GET snapshots S seconds apart;
                                      prints "READS PASSES RATE": register
@@ -134,7 +136,7 @@ def main():
     ap.add_argument("cmd", choices=["get", "set", "window", "hammer", "lookups"])
     ap.add_argument("--gpu", type=int)
     ap.add_argument("--sample-hz", type=int)
-    ap.add_argument("--mem-hz", type=int)
+    ap.add_argument("--mem-hz", type=int, action="append")
     ap.add_argument("--seconds", type=float, default=5)
     o = ap.parse_args()
     g = Genl()
@@ -176,13 +178,17 @@ def main():
         print("%d %d %d" % (r, p, r * 1000000000 // t if t else 0))
         return 0
     if o.cmd == "set":
-        p = nla(A_GPU_INDEX, struct.pack("I", o.gpu))
-        if o.sample_hz is not None:
-            p += nla(A_GPU_SAMPLE_HZ, struct.pack("I", o.sample_hz))
-        if o.mem_hz is not None:
-            p += nla(A_GPU_MEM_HZ, struct.pack("I", o.mem_hz))
-        err, _ = g.request(fam, NVS_CMD_GPU_SET, p)
-        print("ret=%d" % err)
+        for mem_hz in o.mem_hz or [None]:
+            p = nla(A_GPU_INDEX, struct.pack("I", o.gpu))
+            if o.sample_hz is not None:
+                p += nla(A_GPU_SAMPLE_HZ, struct.pack("I", o.sample_hz))
+            if mem_hz is not None:
+                p += nla(A_GPU_MEM_HZ, struct.pack("I", mem_hz))
+            err, _ = g.request(fam, NVS_CMD_GPU_SET, p)
+            print("ret=%d" % err)
+        err, msgs = g.request(fam, NVS_CMD_GPU_GET, nla(A_GPU_INDEX, struct.pack("I", o.gpu)))
+        if not err and msgs:
+            print("mem_hz=%d" % u32(attrs(msgs[0])[A_GPU_MEM_HZ][0]))
         return 0
     n, end = 0, time.monotonic() + o.seconds
     while time.monotonic() < end:
