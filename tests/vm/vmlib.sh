@@ -39,7 +39,8 @@ vm_kernel() {
 }
 
 # vm_module KVER [KDIR]: makes sure $NVS_BUILD/kmod-KVER/nvsidecar.ko exists
-# and is not older than the sources, and builds the test-only modules (every
+# and is not older than the sources, builds the self-test variant
+# ($NVS_BUILD/kmod-selftest-KVER, NVS_SELFTEST=1) and the test-only modules (every
 # tests/vm/tools/<name>/ with a Kbuild, e.g. the stand-in owner driver) into
 # $NVS_BUILD/kmod-KVER/testmods/<name>.ko; prints the build log tail on
 # failure. KDIR defaults to /lib/modules/KVER/build.
@@ -55,6 +56,15 @@ vm_module() {
 			return 1
 		fi
 		[[ -f $ko ]] || return 1
+	fi
+	# The self-test build (kmod/selftest/, run at load by t-selftest.sh).
+	local st=$NVS_BUILD/kmod-selftest-$kver
+	if [[ ! -f $st/nvsidecar.ko ]] || [[ -n $(find "$NVS_TOP/kmod" "$NVS_TOP/Kbuild" -newer "$st/nvsidecar.ko" -type f -print -quit 2>/dev/null) ]]; then
+		if ! make -C "$NVS_TOP" -s module KVER="$kver" KDIR="$kdir" MODDIR="$st" NVS_SELFTEST=1 >"$st.log" 2>&1; then
+			echo "self-test module build for $kver failed (log: $st.log):" >&2
+			tail -n 15 "$st.log" >&2
+			rc=1
+		fi
 	fi
 	for t in "$NVS_TOP"/tests/vm/tools/*/Kbuild; do
 		[[ -f $t ]] || continue
