@@ -88,7 +88,7 @@ install-helper:
 	inst 0755 $(USER_O)/libnvsidecar.so.0 "$(LIBDIR)/libnvsidecar.so.0"; \
 	lnk libnvsidecar.so.0 "$(LIBDIR)/libnvsidecar.so"; \
 	inst 0644 $(USER_O)/libnvsidecar.a "$(LIBDIR)/libnvsidecar.a"; \
-	inst 0644 user/lib/libnvsidecar.h "$(INCLUDEDIR)/libnvsidecar.h"; \
+	inst 0644 user/sys/libnvsidecar/libnvsidecar.h "$(INCLUDEDIR)/libnvsidecar.h"; \
 	inst 0644 kmod/uapi/nvsidecar.h "$(INCLUDEDIR)/nvsidecar.h"; \
 	if [ -f docs/nvsidecar.8 ]; then inst 0644 docs/nvsidecar.8 "$(MANDIR)/man8/nvsidecar.8"; \
 	else echo "No docs/nvsidecar.8 yet: installing no man page"; fi; \
@@ -152,7 +152,7 @@ deb:
 	@test -n "$(VERSION)" || { echo "No PACKAGE_VERSION in dkms.conf" >&2; exit 1; }
 	rm -rf $(BUILD)/deb
 	mkdir -p $(NVS_DEB_STAGE)
-	tar -c --exclude-vcs --exclude='./build' --exclude='*.o' --exclude='user/*.d' --exclude='user/lib/*.d' --exclude='*.ko' \
+	tar -c --exclude-vcs --exclude='./build' --exclude='*.o' --exclude='user/*.d' --exclude='user/*/*.d' --exclude='user/sys/libnvsidecar/*.d' --exclude='*.ko' \
 		--exclude='*.a' --exclude='*.so*' --exclude='*.cmd' --exclude='*.mod*' \
 		--exclude='./user/nvsidecar' --exclude='Module.symvers' --exclude='modules.order' \
 		Kbuild Makefile dkms.conf kmod user scripts $(wildcard README.md docs) | tar -x -C $(NVS_DEB_STAGE)
@@ -170,7 +170,7 @@ rpm:
 	rm -rf $(NVS_RPM_TOP)
 	mkdir -p $(NVS_RPM_TOP)/SOURCES $(NVS_RPM_TOP)/SPECS
 	tar -c --transform 's|^|nvsidecar-$(VERSION)/|' --exclude-vcs --exclude='./build' \
-		--exclude='*.o' --exclude='user/*.d' --exclude='user/lib/*.d' --exclude='*.ko' --exclude='*.a' --exclude='*.so*' \
+		--exclude='*.o' --exclude='user/*.d' --exclude='user/*/*.d' --exclude='user/sys/libnvsidecar/*.d' --exclude='*.ko' --exclude='*.a' --exclude='*.so*' \
 		--exclude='*.cmd' --exclude='./user/nvsidecar' \
 		Kbuild Makefile dkms.conf kmod user scripts $(wildcard README.md docs) | \
 		gzip -n >$(NVS_RPM_TOP)/SOURCES/nvsidecar-$(VERSION).tar.gz

@@ -31,6 +31,10 @@ t_run() {
 	return 1
 }
 
+# Every build a test makes turns warnings into errors (user/Makefile keeps
+# -Werror out of a user's `make', so that a newer compiler cannot break it).
+export WERROR=1
+
 # The helper binary under test (built by `make user`; override with NVS_BIN).
 : "${NVS_BIN:=$NVS_TOP/user/nvsidecar}"
 export NVS_BIN

@@ -90,7 +90,7 @@ bad() {
 }
 bad option 'Invalid argument: `--frobnicate' --frobnicate
 bad gpu-ids 'Invalid --gpu-ids' --gpu-ids nonsense
-bad missing-value 'Invalid argument: `--patched' --patched
+bad missing-value 'Missing value for `--patched' --patched
 bad empty-patched 'empty directory name' --patched ''
 "$bin" doctor --help >"$work/help"
 [[ $? == 0 ]] && grep -q -- '--strict' "$work/help" && grep -q 'Exit status: 0' "$work/help" &&

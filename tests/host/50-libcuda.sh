@@ -81,7 +81,7 @@ shape() {	# shape NAME FIELD NSITES
 	for a in 110 116 124; do
 		b="$b $a:$(attr "$v0" $a)->$(attr "$v1" $a)"
 	done
-	if [[ $rc0 == 4 && $rc1 == 0 && $b == " 110:0->1 116:0->1 124:0->1" ]] &&
+	if [[ $rc0 == 6 && $rc1 == 0 && $b == " 110:0->1 116:0->1 124:0->1" ]] &&
 	   grep -q '"dma_buf_export": *true' <<<"$v1" && grep -q '"export_result": *801' <<<"$v0"; then
 		t_pass "libcuda-$name-verify-flips"
 	else
@@ -116,15 +116,15 @@ got=$(grep '^rewrite' <<<"$dump" | cut -f3 | paste -sd'|')
 
 # Refusals, with the reason
 status "$fx/ambiguous/libcuda.so.555.42.04"
-[[ $rc == 2 && $(verdict) == unsupported-layout && $(field reason <<<"$dump") == *Ambiguous* ]] &&
+[[ $rc == 7 && $(verdict) == unsupported-layout && $(field reason <<<"$dump") == *Ambiguous* ]] &&
 	t_pass libcuda-ambiguous-refused || t_fail libcuda-ambiguous-refused "rc $rc: $(field reason <<<"$dump")"
 status "$fx/unprovable/libcuda.so.555.42.05"
-[[ $rc == 2 && $(verdict) == unsupported-layout && $(field reason <<<"$dump") == *"no proven same-length rewrite"* ]] &&
+[[ $rc == 7 && $(verdict) == unsupported-layout && $(field reason <<<"$dump") == *"no proven same-length rewrite"* ]] &&
 	t_pass libcuda-unprovable-refused || t_fail libcuda-unprovable-refused "rc $rc: $(field reason <<<"$dump")"
 before=$(sha "$fx/unprovable/libcuda.so.555.42.05")
 "$bin" libcuda patch --lib "$fx/unprovable/libcuda.so.555.42.05" --out "$work" >/dev/null 2>"$work/err"
 rc=$?
-[[ $rc == 2 && ! -e $work/libcuda.so.555.42.05 && $(sha "$fx/unprovable/libcuda.so.555.42.05") == "$before" ]] &&
+[[ $rc == 7 && ! -e $work/libcuda.so.555.42.05 && $(sha "$fx/unprovable/libcuda.so.555.42.05") == "$before" ]] &&
 	grep -q 'Refusing to patch' "$work/err" &&
 	t_pass libcuda-unprovable-patch-refused || t_fail libcuda-unprovable-patch-refused "rc $rc: $(cat "$work/err")"
 
@@ -161,16 +161,16 @@ NVS_NVIDIA_VERSION_FILE=$work/version status "$out/libcuda.so.1"
 echo "NVRM version: NVIDIA UNIX x86_64 Kernel Module  620.10.02  Thu Jan  1 00:00:00 UTC 2026" >"$work/version"
 NVS_NVIDIA_VERSION_FILE=$work/version "$bin" libcuda status --lib "$out/libcuda.so.1" >"$work/log" 2>&1
 rc=$?
-[[ $rc == 3 ]] && grep -q 'STALE PATCHED COPY.*620.10.02.*615.71.09' "$work/log" &&
+[[ $rc == 9 ]] && grep -q 'STALE PATCHED COPY.*620.10.02.*615.71.09' "$work/log" &&
 	t_pass libcuda-stale-driver || t_fail libcuda-stale-driver "rc $rc: $(tail -3 "$work/log")"
 NVS_NVIDIA_VERSION_FILE=$work/version "$bin" libcuda env --out "$out" >/dev/null 2>"$work/err"
-[[ $? == 3 ]] && grep -q STALE "$work/err" && t_pass libcuda-env-refuses-stale ||
+[[ $? == 9 ]] && grep -q STALE "$work/err" && t_pass libcuda-env-refuses-stale ||
 	t_fail libcuda-env-refuses-stale "$(cat "$work/err")"
 cp "$fx/615/libcuda.so.615.71.09" "$work/615.orig"
 cp "$fx/615b/libcuda.so.615.71.09" "$fx/615/libcuda.so.615.71.09"	# "driver upgrade", same version
 "$bin" libcuda status --lib "$out/libcuda.so.1" >"$work/log" 2>&1
 rc=$?
-[[ $rc == 3 ]] && grep -q 'no longer matches' "$work/log" && t_pass libcuda-stale-source ||
+[[ $rc == 9 ]] && grep -q 'no longer matches' "$work/log" && t_pass libcuda-stale-source ||
 	t_fail libcuda-stale-source "rc $rc: $(tail -3 "$work/log")"
 cp "$work/615.orig" "$fx/615/libcuda.so.615.71.09"
 e=$("$bin" libcuda env --out "$out")
@@ -193,7 +193,7 @@ v=$("$bin" libcuda verify --json --lib "$ip/libcuda.so.590.48.01")
 [[ $? == 1 ]] && grep -q 'nothing to restore' "$work/err" && t_pass libcuda-restore-twice-refused ||
 	t_fail libcuda-restore-twice-refused "$(cat "$work/err")"
 "$bin" libcuda patch --lib "$ip/libcuda.so.590.48.01" >/dev/null 2>"$work/err"
-[[ $? == 1 ]] && grep -q 'exactly one of --out' "$work/err" && t_pass libcuda-patch-needs-out ||
+[[ $? == 2 ]] && grep -q 'exactly one of --out' "$work/err" && t_pass libcuda-patch-needs-out ||
 	t_fail libcuda-patch-needs-out "$(cat "$work/err")"
 
 # ---- bad input, under AddressSanitizer ------------------------------------
@@ -218,20 +218,20 @@ bad() {	# bad NAME WANT_RC PATTERN CMD... : clear message, exit code, no sanitiz
 	fi
 }
 printf 'This is not an ELF file at all, just text longer than an ELF header would be.\n' >"$work/text.so"
-bad non-elf 1 "Not an ELF file" "$abin" libcuda status --lib "$work/text.so"
+bad non-elf 2 "Not an ELF file" "$abin" libcuda status --lib "$work/text.so"
 head -c 3000 "$fx/590/libcuda.so.590.48.01" >"$work/trunc.so"
-bad truncated 1 "truncated" "$abin" libcuda status --lib "$work/trunc.so"
+bad truncated 2 "truncated" "$abin" libcuda status --lib "$work/trunc.so"
 head -c 10 "$fx/590/libcuda.so.590.48.01" >"$work/tiny.so"
-bad tiny 1 "Too short" "$abin" libcuda status --lib "$work/tiny.so"
+bad tiny 2 "Too short" "$abin" libcuda status --lib "$work/tiny.so"
 printf '.globl f\nf: ret\n' >"$work/f32.s"
 if as --32 -o "$work/f32.o" "$work/f32.s" && ld -m elf_i386 -shared -o "$work/f32.so" "$work/f32.o"; then
-	bad 32-bit 1 "Not a 64-bit ELF" "$abin" libcuda status --lib "$work/f32.so"
+	bad 32-bit 2 "Not a 64-bit ELF" "$abin" libcuda status --lib "$work/f32.so"
 else
 	t_fail libcuda-bad-32-bit "binutils could not build a 32-bit ELF"
 fi
-bad missing 1 "Unable to find" "$abin" libcuda status --lib "$work/nonexistent.so"
+bad missing 2 "Unable to find" "$abin" libcuda status --lib "$work/nonexistent.so"
 gcc -shared -fPIC -o "$work/nocuda.so" -x c - <<<'int cuInit(unsigned f) { return f; }'
-bad no-export 2 "cuDeviceGetAttribute is not exported" "$abin" libcuda status --lib "$work/nocuda.so"
+bad no-export 7 "cuDeviceGetAttribute is not exported" "$abin" libcuda status --lib "$work/nocuda.so"
 # Section headers are optional for the loader and for us: analysis must not change.
 cp "$fx/590/libcuda.so.590.48.01" "$work/nosect.so"
 printf '\0\0\0\0\0\0\0\0' | dd of="$work/nosect.so" bs=1 seek=40 conv=notrunc status=none
@@ -244,9 +244,9 @@ if ! readelf -S "$work/nosect.so" 2>&1 | grep -q '\.text'; then
 else
 	t_fail libcuda-bad-stripped-sections "could not strip the section headers"
 fi
-bad already-patched 2 "already patched" "$abin" libcuda patch --lib "$work/out-590/libcuda.so.590.48.01" --out "$work"
-bad bad-option 1 "Invalid argument" "$abin" libcuda status --frobnicate
-bad bad-command 1 "Invalid libcuda command" "$abin" libcuda frob
+bad already-patched 7 "already patched" "$abin" libcuda patch --lib "$work/out-590/libcuda.so.590.48.01" --out "$work"
+bad bad-option 2 "Invalid argument" "$abin" libcuda status --frobnicate
+bad bad-command 2 "Invalid libcuda command" "$abin" libcuda frob
 
 src=$fx/big/libcuda.so.590.48.01
 srcsha=$(sha "$src")
@@ -272,7 +272,7 @@ fi
 # SIGKILL while the copy is being written: nothing may appear under the final names.
 kill9=$work/kill9
 mkdir -p "$kill9"
-NVS_LIBCUDA_WRITE_DELAY_MS=400 "$bin" libcuda patch --lib "$src" --out "$kill9" >/dev/null 2>&1 &
+NVS_TEST_WRITE_DELAY_MS=400 "$bin" libcuda patch --lib "$src" --out "$kill9" >/dev/null 2>&1 &
 pid=$!
 writing=0
 for ((i = 0; i < 600; i++)); do
@@ -370,7 +370,7 @@ real() {	# real VERSION BRANCH116 INITSITE OR40 ORC0 COMPUTED_AND
 	unshare --mount --propagation private sh -c 'mount -t tmpfs nvs-empty-dev /dev && exec "$@"' sh \
 		"$bin" libcuda verify --lib "$copy" >"$work/v.out" 2>"$work/v.err"
 	rc=$?
-	if [[ $rc == 1 ]] && grep -q 'cuInit failed' "$work/v.err"; then
+	if [[ $rc == 3 ]] && grep -q 'cuInit failed' "$work/v.err"; then
 		t_pass "$name-verify-no-driver"
 	else
 		t_fail "$name-verify-no-driver" "rc $rc: $(cat "$work/v.err")"

@@ -313,9 +313,9 @@ check p2p-lib-not-elf 2 'assert "Unable to load" in err, err'
 run p2p --lib libm.so.6
 check p2p-lib-not-cuda 2 'assert "does not look like libcuda" in err, err'
 FAKE_CUDA_INIT_ERROR=3 p2p
-check p2p-cuinit-fails 2 'assert "Unable to initialise CUDA" in err and "CUDA_ERROR_NOT_INITIALIZED" in err, err'
+check p2p-cuinit-fails 3 'assert "Unable to initialise CUDA" in err and "CUDA_ERROR_NOT_INITIALIZED" in err, err'
 FAKE_CUDA_DEVICES=0 p2p
-check p2p-no-devices 2 'assert "No CUDA devices" in err, err'
+check p2p-no-devices 3 'assert "No CUDA devices" in err, err'
 p2p --pci-dump "$topo/garbage.dump"
 check p2p-bad-pci-dump 2 'assert "no devices with config space" in err, err'
 

@@ -7,16 +7,14 @@
  * -DFMT_EVENTS); the argument picks the format: json, dump, table, human.
  */
 #if defined(FMT_THERMAL)
-#include "../../user/thermal.c"
+#include "../../user/cmd/thermal.c"
 #elif defined(FMT_STATUS)
-#include "../../user/status.c"
+#include "../../user/cmd/status.c"
 #elif defined(FMT_EVENTS)
-#include "../../user/events.c"
+#include "../../user/cmd/events.c"
 #else
 #error "define FMT_THERMAL, FMT_STATUS or FMT_EVENTS"
 #endif
-
-const char *PROG_NAME = "nvsidecar";
 
 static __attribute__((unused)) void fake_gpus(struct nvs_gpu_info *g)
 {

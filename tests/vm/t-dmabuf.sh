@@ -179,12 +179,12 @@ fake=/tmp/libcuda-fake.so
 if gcc -shared -fPIC -DFAKECUDA_LIB -o $fake "$NVS_TOP/tests/vm/tools/dmabuf_fakecuda.c" 2>/tmp/o; then
 	FAKECUDA_BUSID=$gpu0 FAKECUDA_MODE=gate "$NVS_BIN" dmabuf probe --gpu 0 --lib $fake >/tmp/o 2>&1
 	rc=$?
-	((rc == 5)) && grep -q 'nvsidecar libcuda patch' /tmp/o && grep -q '801' /tmp/o &&
+	((rc == 6)) && grep -q 'nvsidecar libcuda patch' /tmp/o && grep -q '801' /tmp/o &&
 		t_pass cli-cuda-gate-801 || t_fail cli-cuda-gate-801 "exit $rc: $(tr '\n' ' ' </tmp/o)"
 	if ((have_udmabuf)); then
 		FAKECUDA_BUSID=$gpu0 FAKECUDA_MODE=udmabuf "$NVS_BIN" dmabuf probe --gpu 0 --lib $fake --size 4M >/tmp/o 2>&1
 		rc=$?
-		((rc == 7)) && grep -q 'not inside BAR1' /tmp/o && t_pass cli-cuda-not-bar1 ||
+		((rc == 8)) && grep -q 'not inside BAR1' /tmp/o && t_pass cli-cuda-not-bar1 ||
 			t_fail cli-cuda-not-bar1 "exit $rc: $(tr '\n' ' ' </tmp/o)"
 		# libcuda verify hands its exported fd to the same kernel probe.
 		FAKECUDA_BUSID=$gpu0 FAKECUDA_MODE=udmabuf "$NVS_BIN" libcuda verify --lib $fake --probe \

@@ -264,7 +264,7 @@ fi
 # --- dma-buf MRs: rxe has no reg_user_mr_dmabuf ---
 if [[ -c /dev/udmabuf ]]; then
 	bounded 60 "$log/dmabuf.txt" "$bin" rdma --loopback --dev rxe0 --mem cuda-dmabuf --dmabuf-source udmabuf --sizes 4K --iters 1
-	if ((rc == 3)) && grep -q "ibv_reg_dmabuf_mr on rxe0" "$log/dmabuf.txt.err" &&
+	if ((rc == 7)) && grep -q "ibv_reg_dmabuf_mr on rxe0" "$log/dmabuf.txt.err" &&
 		grep -q "EOPNOTSUPP" "$log/dmabuf.txt.err" && grep -q "cannot take dma-buf MRs" "$log/dmabuf.txt.err"; then
 		t_pass rdma-dmabuf-udmabuf-refused
 	else
@@ -276,13 +276,13 @@ if [[ -c /dev/udmabuf ]]; then
 	if gcc -shared -fPIC -DFAKECUDA_LIB -o "$fake" "$NVS_TOP/tests/vm/tools/dmabuf_fakecuda.c" 2>"$log/fake.log"; then
 		bounded 60 "$log/fcuda.txt" env FAKECUDA_MODE=udmabuf "$bin" rdma --loopback --dev rxe0 --mem cuda-dmabuf --cuda-lib "$fake" --sizes 4K --iters 1 --json
 		jmsg=$(grep -o '"error":"[^"]*"' "$log/fcuda.txt")
-		if ((rc == 3)) && [[ $jmsg == *ibv_reg_dmabuf_mr* && $jmsg == *EOPNOTSUPP* ]]; then
+		if ((rc == 7)) && [[ $jmsg == *ibv_reg_dmabuf_mr* && $jmsg == *EOPNOTSUPP* ]]; then
 			t_pass rdma-dmabuf-cuda-refused
 		else
 			t_fail rdma-dmabuf-cuda-refused "exit $rc: $(head -c 300 "$log/fcuda.txt.err") $jmsg"
 		fi
 		bounded 60 "$log/fgate.txt" env FAKECUDA_MODE=gate "$bin" rdma --loopback --dev rxe0 --mem cuda-dmabuf --cuda-lib "$fake" --sizes 4K --iters 1
-		if ((rc == 3)) && grep -q "CUDA_ERROR_NOT_SUPPORTED" "$log/fgate.txt.err" && grep -q "libcuda patch" "$log/fgate.txt.err"; then
+		if ((rc == 6)) && grep -q "CUDA_ERROR_NOT_SUPPORTED" "$log/fgate.txt.err" && grep -q "libcuda patch" "$log/fgate.txt.err"; then
 			t_pass rdma-dmabuf-cuda-gate
 		else
 			t_fail rdma-dmabuf-cuda-gate "exit $rc: $(head -c 300 "$log/fgate.txt.err")"
@@ -320,18 +320,18 @@ fi
 
 # Wrong address: nothing routes there.
 bounded 40 "$log/wrong.txt" "$bin" rdma --client 10.77.9.9 --port $PORT --timeout 5 --sizes 4K --iters 1
-if ((rc == 4 && took < 20)) && [[ -s $log/wrong.txt.err ]]; then
+if ((rc == 10 && took < 20)) && [[ -s $log/wrong.txt.err ]]; then
 	t_pass rdma-fault-wrong-address
 else
-	t_fail rdma-fault-wrong-address "exit $rc after ${took}s (want 4 within 20 s): $(head -c 300 "$log/wrong.txt.err")"
+	t_fail rdma-fault-wrong-address "exit $rc after ${took}s (want 10 within 20 s): $(head -c 300 "$log/wrong.txt.err")"
 fi
 
 # The right host but nobody listening on the port.
 bounded 40 "$log/nolisten.txt" "$bin" rdma --client $B --bind $A --port $((PORT + 3)) --timeout 5 --sizes 4K --iters 1
-if ((rc == 4 && took < 20)) && [[ -s $log/nolisten.txt.err ]]; then
+if ((rc == 10 && took < 20)) && [[ -s $log/nolisten.txt.err ]]; then
 	t_pass rdma-fault-no-listener
 else
-	t_fail rdma-fault-no-listener "exit $rc after ${took}s (want 4 within 20 s): $(head -c 300 "$log/nolisten.txt.err")"
+	t_fail rdma-fault-no-listener "exit $rc after ${took}s (want 10 within 20 s): $(head -c 300 "$log/nolisten.txt.err")"
 fi
 
 # Port already in use.
@@ -342,10 +342,10 @@ listening "$log/inuse-1.err"
 bounded 20 "$log/inuse-2.txt" "$bin" rdma --server --bind $B --port $((PORT + 4)) --wait 5
 kill -TERM "$spid" 2>/dev/null
 wait_pid "$spid" 10
-if ((rc == 4)) && grep -q "another server uses this port" "$log/inuse-2.txt.err"; then
+if ((rc == 10)) && grep -q "another server uses this port" "$log/inuse-2.txt.err"; then
 	t_pass rdma-fault-port-in-use
 else
-	t_fail rdma-fault-port-in-use "exit $rc (want 4): $(head -c 300 "$log/inuse-2.txt.err")"
+	t_fail rdma-fault-port-in-use "exit $rc (want 10): $(head -c 300 "$log/inuse-2.txt.err")"
 fi
 
 # qp_rts DEV PID: PID has a connected (RTS) queue pair on DEV.
@@ -369,7 +369,7 @@ mid_run() {
 	pids+=("$cpid")
 	# Counting from the connection, not from the start: a fixed 3 s was
 	# too short for the debug kernel's handshake, and the kill then hit
-	# the connection setup (exit 4), not a transfer. The 3 s after it let
+	# the connection setup (exit 10), not a transfer. The 3 s after it let
 	# at least one batch complete on the Debian kernels, so the summary
 	# has rows (rdma-fault-server-killed checks it).
 	wait_until 30 qp_rts rxe1 "$spid" || rdma res show qp >"$log/$name-qp.txt" 2>&1
@@ -386,22 +386,22 @@ kill_server() { kill -KILL "$spid"; }
 mid_run killsrv kill_server $((PORT + 5))
 # Batches that completed before the kill are in the table; the summary
 # line must still say that the run failed.
-if ((crc == 5 && took < 40)) && [[ -s $log/killsrv-cli.err ]] &&
-	{ ! grep -q '^write ' "$log/killsrv-cli.txt" || grep -q '^FAILED (exit 5)' "$log/killsrv-cli.txt"; } &&
+if ((crc == 11 && took < 40)) && [[ -s $log/killsrv-cli.err ]] &&
+	{ ! grep -q '^write ' "$log/killsrv-cli.txt" || grep -q '^FAILED (exit 11)' "$log/killsrv-cli.txt"; } &&
 	! grep -q 'transfers verified$' "$log/killsrv-cli.txt"; then
 	t_pass rdma-fault-server-killed
 else
-	t_fail rdma-fault-server-killed "client exit $crc after ${took}s (want 5 within 40 s, and a FAILED summary): $(head -c 300 "$log/killsrv-cli.err") / $(tail -n 1 "$log/killsrv-cli.txt")"
+	t_fail rdma-fault-server-killed "client exit $crc after ${took}s (want 11 within 40 s, and a FAILED summary): $(head -c 300 "$log/killsrv-cli.err") / $(tail -n 1 "$log/killsrv-cli.txt")"
 fi
 
 link_down() { ip link set vB down; }
 mid_run linkdown link_down $((PORT + 6))
 ip link set vB up
 wait_until 10 port_active rxe1 >/dev/null
-if ((crc == 5 && src == 5 && took < 50)) && [[ -s $log/linkdown-cli.err && -s $log/linkdown-srv.err ]]; then
+if ((crc == 11 && src == 11 && took < 50)) && [[ -s $log/linkdown-cli.err && -s $log/linkdown-srv.err ]]; then
 	t_pass rdma-fault-link-down
 else
-	t_fail rdma-fault-link-down "client exit $crc, server exit $src after ${took}s (want 5, 5 within 50 s): $(head -c 200 "$log/linkdown-cli.err") / $(head -c 200 "$log/linkdown-srv.err")"
+	t_fail rdma-fault-link-down "client exit $crc, server exit $src after ${took}s (want 11, 11 within 50 s): $(head -c 200 "$log/linkdown-cli.err") / $(head -c 200 "$log/linkdown-srv.err")"
 fi
 
 # Nothing left behind.

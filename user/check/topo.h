@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+#ifndef CHECK_TOPO_H
+#define CHECK_TOPO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sys/pci.h"
+
+/*
+ * Topology findings: what in the PCIe layout, BIOS or kernel settings gets
+ * in the way of peer-to-peer and GPUDirect RDMA, why, and what to do. The
+ * `topo' subcommand prints them; `p2p' and `doctor' use them for the first
+ * level of the acceptance ladder. Nothing here prints.
+ */
+enum nvs_severity {
+	NVS_SEV_INFO,
+	NVS_SEV_WARN,
+};
+
+struct nvs_finding {
+	enum nvs_severity sev;
+	char id[24];		/* stable: rebar-small, acs-redirect, ... (docs/p2p.md) */
+	char where[64];		/* the BDF it is about */
+	char what[256];
+	char why[384];
+	char fix[384];
+};
+
+struct nvs_findings {
+	struct nvs_finding *v;
+	size_t n, cap;
+};
+
+/* Index of the BAR that maps device memory: BAR1 on NVIDIA GPUs. */
+int nvs_topo_aperture_bar(const struct nvs_pci_dev *d);
+/* That aperture as the OS assigned it, else as the ReBAR control says; 0 unknown. */
+uint64_t nvs_topo_aperture_size(const struct nvs_pci_dev *d, int bar);
+/* The largest size the Resizable BAR capability offers, 0 none. */
+uint64_t nvs_topo_rebar_max(const struct nvs_pci_rebar *r);
+/* Some GPU or NIC showed only 64 bytes of config space (not root). */
+bool nvs_topo_config_limited(const struct nvs_pci *p);
+int nvs_topo_findings(const struct nvs_pci *p, struct nvs_findings *f);
+size_t nvs_topo_count(const struct nvs_findings *f, enum nvs_severity sev);
+void nvs_findings_free(struct nvs_findings *f);
+
+#endif

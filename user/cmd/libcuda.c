@@ -1,0 +1,622 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * nvsidecar libcuda status|patch|verify|restore|env: find the GeForce
+ * dma-buf / GPUDirect RDMA gate in a libcuda, write a patched copy (or,
+ * with an explicit flag, patch in place with a backup), check the result
+ * through the CUDA driver API, and notice when a driver upgrade has made a
+ * patched copy stale. The engine is libcuda/; this file asks and shows.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmd/subcommands.h"
+#include "common/exit.h"
+#include "common/gpu.h"
+#include "common/out.h"
+#include "libcuda/patch.h"
+#include "libcuda/report.h"
+#include "libcuda/verify.h"
+#include "libnvsidecar.h"
+
+/*
+ * Messages embed paths of up to PATH_MAX into fixed buffers; a truncated
+ * message is acceptable, so GCC's truncation analysis is off for this file.
+ */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+struct opts {
+	const char *lib, *out, *state;
+	bool dump, in_place, probe;
+	const char *importer;
+	int device;
+	uint64_t bytes;
+};
+
+static const char *exit_codes =
+	"Exit codes (nvsidecar(8) has the table): 0 done; 1 failed (I/O error, no\n"
+	"backup to restore); 2 invalid arguments or an input that is not a usable\n"
+	"libcuda; 3 no libcuda or no CUDA driver or device; 4 permission denied;\n"
+	"6 (verify) the gate is closed; 7 refused (unsupported or unprovable layout,\n"
+	"or input already patched); 9 a patched copy is stale.\n";
+
+static void usage(FILE *f, const char *sub)
+{
+	if (!sub || !strcmp(sub, "libcuda")) {
+		fprintf(f, "Usage: %s libcuda <status|patch|verify|restore|env> [--lib PATH] [--json] ...\n\n"
+			   "Finds the GeForce dma-buf / GPUDirect RDMA gate in libcuda, writes a patched\n"
+			   "copy, verifies it and detects stale copies after driver upgrades.\n"
+			   "`%s libcuda <cmd> --help' describes each command.\n\n%s",
+			PROG_NAME, PROG_NAME, exit_codes);
+	} else if (!strcmp(sub, "status")) {
+		fprintf(f, "Usage: %s libcuda status [--lib PATH] [--state-dir DIR] [--json | --dump]\n\n"
+			   "Analyses the library (default: the libcuda.so.1 the dynamic loader picks) and\n"
+			   "prints the gate, every store to the capability byte with its effect, the\n"
+			   "planned rewrites and a verdict: unpatched, patched, partially-patched,\n"
+			   "unsupported-layout (with the reason) or not-needed. Patched copies whose\n"
+			   "driver or source library changed since patching are reported as STALE.\n\n%s",
+			PROG_NAME, exit_codes);
+	} else if (!strcmp(sub, "patch")) {
+		fprintf(f, "Usage: %s libcuda patch --out DIR [--lib PATH] [--json]\n"
+			   "       %s libcuda patch --in-place [--lib PATH] [--state-dir DIR] [--json]\n\n"
+			   "Writes DIR/libcuda.so.<version> with the proven rewrites, the libcuda.so.1 and\n"
+			   "libcuda.so links and %s, atomically. Running it again is a\n"
+			   "no-op when the copy is current and rewrites it otherwise. --in-place replaces\n"
+			   "the library itself, after a backup named by its SHA-256 in the state directory\n"
+			   "(default %s); undo with `restore'.\n\n%s",
+			PROG_NAME, PROG_NAME, LC_MANIFEST_NAME, LC_DEFAULT_STATE, exit_codes);
+	} else if (!strcmp(sub, "verify")) {
+		fprintf(f, "Usage: %s libcuda verify [--lib DIR|PATH] [--device N] [--size BYTES]\n"
+			   "          [--probe [--importer BDF]] [--json]\n\n"
+			   "Loads the library in a child process, reads attributes 103, 110, 116, 117,\n"
+			   "118, 124 and 146, allocates device memory and exports it as a dma-buf\n"
+			   "(cuMemGetHandleForAddressRange, flags 0), and reports the fd and its size.\n"
+			   "--size takes bytes with an optional K, M or G suffix (default 2M).\n"
+			   "--probe hands the fd to the kernel module's dma-buf probe (needs root and\n"
+			   "the nvsidecar module), attached on --importer (default: the GPU itself).\n\n%s",
+			PROG_NAME, exit_codes);
+	} else if (!strcmp(sub, "restore")) {
+		fprintf(f, "Usage: %s libcuda restore [--lib PATH] [--state-dir DIR] [--json]\n\n"
+			   "Undoes `patch --in-place': puts the backup back after checking that the\n"
+			   "library is still the patched file and the backup is the original.\n\n%s",
+			PROG_NAME, exit_codes);
+	} else if (!strcmp(sub, "env")) {
+		fprintf(f, "Usage: %s libcuda env (--out DIR | --lib PATH) [--json]\n\n"
+			   "Prints the LD_LIBRARY_PATH line that makes programs load the patched copy.\n"
+			   "Refuses (exit 9) when the copy is stale.\n\n%s",
+			PROG_NAME, exit_codes);
+	}
+}
+
+/* Returns 0 to run, 1 after --help, or NVS_EX_USAGE (reported). */
+static int parse(int argc, const char *argv[], struct opts *o, const char *sub)
+{
+	char usub[32];
+
+	snprintf(usub, sizeof(usub), "libcuda %s", sub);
+	memset(o, 0, sizeof(*o));
+	o->bytes = 2 << 20;
+	o->state = getenv("NVS_LIBCUDA_STATE") ? getenv("NVS_LIBCUDA_STATE") : LC_DEFAULT_STATE;
+	for (int i = 1; i < argc; ++i) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		uint64_t n;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout, sub);
+			return 1;
+		} else if (!strcmp(a, "--json")) {
+			out_set_json(true);
+		} else if (!strcmp(a, "--dump") && !strcmp(sub, "status")) {
+			o->dump = true;
+		} else if (!strcmp(a, "--probe") && !strcmp(sub, "verify")) {
+			o->probe = true;
+		} else if (!strcmp(a, "--in-place") && !strcmp(sub, "patch")) {
+			o->in_place = true;
+		} else if (!v && (!strcmp(a, "--importer") || !strcmp(a, "--lib") || !strcmp(a, "--out") ||
+				  !strcmp(a, "--state-dir") || !strcmp(a, "--device") || !strcmp(a, "--size"))) {
+			return out_usage(usub, "Missing value for `%s'", a);
+		} else if (!strcmp(a, "--importer") && !strcmp(sub, "verify")) {
+			o->importer = argv[++i];
+			if (!nvs_bdf_ok(o->importer))
+				return out_usage(usub, "Invalid --importer (a PCI bus id such as 0000:41:00.0): `%s'",
+						 o->importer);
+		} else if (!strcmp(a, "--lib") || !strcmp(a, "--out") || !strcmp(a, "--state-dir")) {
+			if (!*v)
+				return out_usage(usub, "Empty value for `%s'", a);
+			*(a[2] == 'l' ? &o->lib : a[2] == 'o' ? &o->out : &o->state) = argv[++i];
+		} else if (!strcmp(a, "--device")) {
+			if (nvs_parse_u64(argv[++i], 0, INT32_MAX, &n))
+				return out_usage(usub, "Invalid device ordinal (a CUDA device number): `%s'", argv[i]);
+			o->device = (int)n;
+		} else if (!strcmp(a, "--size")) {
+			if (nvs_parse_size(argv[++i], 1, 1ULL << 40, 0, &o->bytes))
+				return out_usage(usub, "Invalid size (1 byte to 1T, with an optional K, M or G suffix): `%s'",
+						 argv[i]);
+		} else {
+			return out_usage(usub, "Invalid argument: `%s'", a);
+		}
+	}
+	if (out_json() && o->dump)
+		return out_usage(usub, "Choose one of --json and --dump");
+	return 0;
+}
+
+/* The library to work on, or the exit code (reported). */
+static int pick(const struct opts *o, char *path, size_t len)
+{
+	char err[PATH_MAX + 128];
+	int ret = lc_pick_lib(o->lib, path, len, err, sizeof(err));
+
+	if (!ret)
+		return NVS_EX_OK;
+	return out_fail(ret == -ENOENT ? NVS_EX_MISSING : NVS_EX_USAGE, "%s", err);
+}
+
+/* lc_elf_open() and I/O failures to the table. */
+static int exit_for(int ret)
+{
+	switch (-ret) {
+	case ENOEXEC: case EINVAL: case EISDIR: case ENOTDIR: case ENAMETOOLONG:
+		return NVS_EX_USAGE;
+	case EPERM: case EACCES:
+		return NVS_EX_PERM;
+	default:
+		return NVS_EX_FAIL;
+	}
+}
+
+/* ---- status ---- */
+
+static void show_report(const struct lc_report *r)
+{
+	const struct lc_gate *g = &r->g;
+	enum out_color vc = r->v == LC_UNSUPPORTED ? OUT_BAD :
+			    r->v == LC_PATCHED || r->v == LC_NOT_NEEDED ? OUT_GOOD : OUT_WARN;
+
+	out_text("%slibcuda%s: ", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN));
+	out_str(OUT_ANY, "lib", "%s\n", r->path);
+	out_str(OUT_ANY, "sha256", NULL, r->sha);
+	out_uint(OUT_JSON, "size", NULL, r->size);
+	out_str(OUT_ANY, "driver_version", "  driver version: %s", r->version);
+	out_uint(OUT_TEXT, NULL, "   size: %llu bytes\n", r->size);
+	out_str(OUT_TEXT, NULL, "  sha256: %s\n", r->sha);
+	out_str(OUT_JSON, "verdict", NULL, lc_verdict_name(r->v));
+	out_str(OUT_JSON, "reason", NULL, r->why);
+
+	out_obj(OUT_JSON, "path");
+	out_hex(OUT_ANY, "cuDeviceGetAttribute", "  path: cuDeviceGetAttribute 0x%llx", g->api);
+	if (g->slot)
+		out_hex(OUT_ANY, "slot", " -> slot 0x%llx (R_X86_64_RELATIVE)", g->slot);
+	out_hex(OUT_ANY, "implementation", " -> 0x%llx", g->impl);
+	if (g->located) {
+		out_hex(OUT_ANY, "dispatcher", " -> dispatcher 0x%llx", g->dispatcher);
+		out_hex(OUT_ANY, "jump_table", " (jump table 0x%llx", g->table);
+		out_int(OUT_ANY, "table_entries", ", %lld entries)\n", g->table_max + 1);
+		out_hex(OUT_TEXT, NULL, "  branches: attribute 110 at 0x%llx", g->branch[0]);
+		if (g->branch[0])
+			out_hex(OUT_JSON, "attr110_branch", NULL, g->branch[0]);
+		out_hex(OUT_ANY, "attr116_branch", ", 116 at 0x%llx", g->branch[1]);
+		out_hex(OUT_ANY, "attr124_branch", ", 124 at 0x%llx\n", g->branch[2]);
+	} else {
+		out_text("\n");
+	}
+	out_obj_end(OUT_JSON);
+
+	if (g->located) {
+		out_obj(OUT_JSON, "capability");
+		out_hex(OUT_ANY, "field", "  capability: byte +0x%llx", g->field);
+		out_hex(OUT_ANY, "mask", ", mask 0x%02llx; global GDR byte: ", g->mask);
+		if (g->global)
+			out_hex(OUT_ANY, "global", "0x%llx (cmpb $0x0)", g->global);
+		else
+			out_null("global");
+		out_text("%s", g->global ? "" : "none found");
+		out_str(OUT_JSON, "attr124_also_requires", NULL, g->extra);
+		if (g->extra[0])
+			out_str(OUT_TEXT, NULL, "; attribute 124 also requires %s", g->extra);
+		out_uint(OUT_TEXT, NULL, "\n  stores to the byte: %llu\n", g->nstores);
+		out_obj_end(OUT_JSON);
+	}
+	out_arr(OUT_JSON, "stores");
+	for (size_t i = 0; i < g->nstores; ++i) {
+		const struct lc_store *s = &g->stores[i];
+
+		out_obj(OUT_JSON, NULL);
+		out_hex(OUT_ANY, "addr", "    0x%-8llx ", s->addr);
+		out_str(OUT_ANY, "insn", "%-40s ", s->text);
+		out_str(OUT_ANY, "effect", "%-15s -> ", lc_effect_name(s->orig));
+		out_str(OUT_ANY, "after_patch", "%-15s ", lc_effect_name(s->now));
+		out_hex(OUT_JSON, "window", NULL, s->win_start);
+		out_str(OUT_ANY, "note", "%s\n", s->note);
+		out_obj_end(OUT_JSON);
+	}
+	out_arr_end(OUT_JSON);
+	out_arr(OUT_JSON, "rewrites");
+	for (size_t i = 0; i < g->nplan; ++i) {
+		const struct lc_rewrite *w = &g->plan[i];
+		char o[33], n[33];
+
+		for (int b = 0; b < w->len; ++b) {
+			sprintf(o + 2 * b, "%02x", w->old[b]);
+			sprintf(n + 2 * b, "%02x", w->new[b]);
+		}
+		out_obj(OUT_JSON, NULL);
+		out_hex(OUT_ANY, "offset", "  rewrite at file offset 0x%llx:", w->off);
+		out_hex(OUT_JSON, "for_store", NULL, w->store);
+		out_str(OUT_JSON, "old", NULL, o);
+		out_str(OUT_JSON, "new", NULL, n);
+		for (int b = 0; b < w->len; ++b)
+			out_text(" %02x", w->old[b]);
+		out_text(" ->");
+		for (int b = 0; b < w->len; ++b)
+			out_text(" %02x", w->new[b]);
+		out_str(OUT_ANY, "from", "   (%s -> ", w->from);
+		out_str(OUT_ANY, "to", "%s)\n", w->to);
+		out_obj_end(OUT_JSON);
+	}
+	out_arr_end(OUT_JSON);
+	if (r->known)
+		out_str(OUT_ANY, "known_table", "  known-versions table: %s\n", r->known_note);
+	else
+		out_null("known_table");
+	out_arr(OUT_JSON, "manifests");
+	for (size_t i = 0; i < r->nstale; ++i) {
+		out_obj(OUT_JSON, NULL);
+		out_str(OUT_JSON, "path", NULL, r->stale[i].manifest);
+		out_bool(OUT_JSON, "stale", NULL, r->stale[i].stale);
+		out_str(OUT_JSON, "reason", NULL, r->stale[i].reason);
+		out_obj_end(OUT_JSON);
+	}
+	out_arr_end(OUT_JSON);
+	out_double(OUT_ANY, "analysis_seconds", "  analysis: %.3f s\n", g->seconds, 3);
+	out_cstr(OUT_TEXT, vc, NULL, "  verdict: %s", lc_verdict_name(r->v));
+	out_str(OUT_TEXT, NULL, ": %s\n", r->why);
+	for (size_t i = 0; i < r->nstale; ++i) {
+		if (r->stale[i].stale) {
+			out_cstr(OUT_TEXT, OUT_ALARM, NULL, "  %s", "STALE PATCHED COPY");
+			out_str(OUT_TEXT, NULL, ": %s", r->stale[i].manifest);
+			out_str(OUT_TEXT, NULL, ": %s", r->stale[i].reason);
+			out_text("; run `%s libcuda patch' again\n", PROG_NAME);
+		} else {
+			out_str(OUT_TEXT, NULL, "  manifest %s: current\n", r->stale[i].manifest);
+		}
+	}
+}
+
+/* Stable tab-separated lines for scripts. */
+static void dump_report(const struct lc_report *r)
+{
+	const struct lc_gate *g = &r->g;
+
+	printf("lib\t%s\nsha256\t%s\nversion\t%s\nverdict\t%s\nreason\t%s\n", r->path, r->sha, r->version,
+	       lc_verdict_name(r->v), r->why);
+	if (g->located)
+		printf("field\t0x%x\nmask\t0x%02x\nglobal\t0x%" PRIx64 "\ndispatcher\t0x%" PRIx64 "\nbranch116\t0x%" PRIx64
+		       "\nbranch124\t0x%" PRIx64 "\n", g->field, g->mask, g->global, g->dispatcher, g->branch[1], g->branch[2]);
+	for (size_t i = 0; i < g->nstores; ++i)
+		printf("store\t0x%" PRIx64 "\t%s\t%s\t%s\n", g->stores[i].addr, lc_effect_name(g->stores[i].orig),
+		       lc_effect_name(g->stores[i].now), g->stores[i].text);
+	for (size_t i = 0; i < g->nplan; ++i)
+		printf("rewrite\t0x%" PRIx64 "\t%s\t%s\n", g->plan[i].off, g->plan[i].from, g->plan[i].to);
+	for (size_t i = 0; i < r->nstale; ++i)
+		printf("manifest\t%s\t%s\t%s\n", r->stale[i].manifest, r->stale[i].stale ? "stale" : "current",
+		       r->stale[i].reason);
+}
+
+static int cmd_status(const struct opts *o)
+{
+	char path[PATH_MAX], err[PATH_MAX + 256];
+	struct lc_report *r = calloc(1, sizeof(*r));
+	int ret;
+
+	if (!r)
+		return out_fail(NVS_EX_FAIL, "Unable to allocate memory");
+	ret = pick(o, path, sizeof(path));
+	if (ret)
+		goto out;
+	ret = lc_analyse(path, o->state, r, err, sizeof(err));
+	if (ret) {
+		ret = out_fail(exit_for(ret), "%s", err);
+		goto out;
+	}
+	if (o->dump) {
+		dump_report(r);
+	} else {
+		out_begin(isatty(STDOUT_FILENO));
+		show_report(r);
+	}
+	if (out_end() < 0)
+		ret = NVS_EX_FAIL;
+	else
+		ret = lc_report_stale(r) ? NVS_EX_STALE : r->v == LC_UNSUPPORTED ? NVS_EX_REFUSED : NVS_EX_OK;
+	if (r->v == LC_UNSUPPORTED)
+		out_note("Unsupported libcuda layout in `%s': %s", path, r->why);
+	for (size_t i = 0; i < r->nstale; ++i)
+		if (r->stale[i].stale)
+			out_note("STALE patched libcuda: %s: %s", r->stale[i].manifest, r->stale[i].reason);
+	lc_report_free(r);
+out:
+	free(r);
+	return ret;
+}
+
+/* ---- patch, restore, env ---- */
+
+static int cmd_patch(const struct opts *o)
+{
+	char path[PATH_MAX], err[PATH_MAX + 1024];
+	struct lc_patch_result res;
+	int ret;
+
+	if (!o->out == !o->in_place)
+		return out_usage("libcuda patch",
+				 "Pass exactly one of --out DIR (write a patched copy) and --in-place (replace the library, keeping a backup)");
+	ret = pick(o, path, sizeof(path));
+	if (ret)
+		return ret;
+	ret = lc_patch(path, o->in_place ? NULL : o->out, o->state, &res, err, sizeof(err));
+	if (ret) {
+		lc_patch_result_free(&res);
+		return out_fail(ret == -EALREADY || ret == -EPROTONOSUPPORT ? NVS_EX_REFUSED : exit_for(ret),
+				"%s", err);
+	}
+	out_begin(isatty(STDOUT_FILENO));
+	out_str(OUT_JSON, "result", NULL, res.up_to_date ? "up-to-date" : "patched");
+	out_str(OUT_JSON, "mode", NULL, res.in_place ? "in-place" : "copy");
+	out_str(OUT_JSON, "source", NULL, res.source);
+	out_str(OUT_JSON, "source_sha256", NULL, res.source_sha256);
+	out_cstr(OUT_TEXT, OUT_GOOD, NULL, "%s", res.up_to_date ? "Up to date" : "Patched");
+	out_str(OUT_ANY, "output", ": %s\n", res.output);
+	out_str(OUT_JSON, "output_sha256", NULL, res.output_sha256);
+	out_str(OUT_JSON, "driver_version", NULL, res.driver_version);
+	out_arr(OUT_JSON, "sites");
+	for (size_t i = 0; i < res.nsites; ++i) {
+		out_obj(OUT_JSON, NULL);
+		out_hex(OUT_ANY, "offset", "  0x%-8llx ", res.sites[i].off);
+		out_str(OUT_ANY, "change", "%s\n", res.sites[i].desc);
+		out_obj_end(OUT_JSON);
+	}
+	out_arr_end(OUT_JSON);
+	if (!res.in_place)
+		out_str(OUT_TEXT, NULL, "Use it with:\n  export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n",
+			res.outdir);
+	else
+		out_text("Backup: %s (undo with `%s libcuda restore --lib %s')\n", res.backup, PROG_NAME, path);
+	lc_patch_result_free(&res);
+	return out_end() < 0 ? NVS_EX_FAIL : NVS_EX_OK;
+}
+
+static int cmd_restore(const struct opts *o)
+{
+	char path[PATH_MAX], err[PATH_MAX * 2];
+	struct lc_restore_result res;
+	int ret = pick(o, path, sizeof(path));
+
+	if (ret)
+		return ret;
+	ret = lc_restore(path, o->state, &res, err, sizeof(err));
+	if (ret)
+		return out_fail(ret == -ENOENT || ret == -ESTALE ? NVS_EX_FAIL : exit_for(ret), "%s", err);
+	out_begin(isatty(STDOUT_FILENO));
+	out_str(OUT_JSON, "result", NULL, "restored");
+	out_str(OUT_ANY, "lib", "Restored %s", res.lib);
+	out_str(OUT_ANY, "backup", " from %s", res.backup);
+	out_str(OUT_ANY, "sha256", " (sha256 %s)\n", res.sha256);
+	return out_end() < 0 ? NVS_EX_FAIL : NVS_EX_OK;
+}
+
+static int cmd_env(const struct opts *o)
+{
+	char dir[PATH_MAX], tmp[PATH_MAX], mpath[PATH_MAX + 64], err[512], v[PATH_MAX + 64];
+	const char *llp = getenv("LD_LIBRARY_PATH");
+	struct lc_manifest m;
+	struct lc_stale s;
+	struct stat st;
+	int r;
+
+	if (o->out) {
+		snprintf(tmp, sizeof(tmp), "%s", o->out);
+	} else if (o->lib) {
+		char t2[PATH_MAX];
+
+		snprintf(t2, sizeof(t2), "%s", o->lib);
+		snprintf(tmp, sizeof(tmp), "%s", !stat(o->lib, &st) && S_ISDIR(st.st_mode) ? o->lib : dirname(t2));
+	} else {
+		return out_usage("libcuda env", "Which patched copy? Pass --out DIR (the directory given to `patch --out')");
+	}
+	if (!realpath(tmp, dir))
+		return out_fail(NVS_EX_USAGE, "Unable to find `%s': %s", tmp, strerror(errno));
+	snprintf(mpath, sizeof(mpath), "%s/%s", dir, LC_MANIFEST_NAME);
+	r = lc_manifest_read(mpath, &m, err, sizeof(err));
+	if (r == -ENOENT)
+		return out_fail(NVS_EX_FAIL, "No patched copy in `%s' (no %s); run `%s libcuda patch --out %s' first",
+				dir, LC_MANIFEST_NAME, PROG_NAME, dir);
+	if (r)
+		return out_fail(NVS_EX_FAIL, "%s", err);
+	lc_check_manifest(mpath, &m, &s);
+	lc_manifest_free(&m);
+	if (s.stale)
+		return out_fail(NVS_EX_STALE, "STALE patched libcuda in %s: %s; run `%s libcuda patch --out %s' again",
+				dir, s.reason, PROG_NAME, dir);
+	snprintf(v, sizeof(v), "%s%s%s", dir, llp && *llp ? ":" : "", llp ? llp : "");
+	out_begin(isatty(STDOUT_FILENO));
+	out_str(OUT_JSON, "LD_LIBRARY_PATH", NULL, v);
+	out_str(OUT_ANY, "dir", "export LD_LIBRARY_PATH='%s'${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n", dir);
+	return out_end() < 0 ? NVS_EX_FAIL : NVS_EX_OK;
+}
+
+/* ---- verify ---- */
+
+/*
+ * Runs in the verify child while the CUDA allocation is alive: the kernel
+ * imports the fd exactly as an RDMA driver would and says where it maps.
+ */
+static int probe_hook(int fd, uint64_t size, int device, const char *busid, void *arg,
+		      char *msg, size_t len)
+{
+	const char *importer = arg;
+	struct nvs_dmabuf_result res;
+	struct nvs_gpu_info *gpus = NULL;
+	struct nvs_handle *h;
+	int gpu = NVS_GPU_ANY;
+	size_t n = 0;
+	int rc;
+
+	(void)size;
+	(void)device;
+	rc = nvs_open(&h);
+	if (rc) {
+		snprintf(msg, len, "%s", nvs_last_error(NULL));
+		return rc;
+	}
+	/* Compare against BAR1 of the GPU that exported the memory. */
+	if (busid[0] && !nvs_gpu_list(h, &gpus, &n))
+		for (size_t i = 0; i < n; ++i)
+			if (nvs_same_busid(gpus[i].busid, busid))
+				gpu = (int)gpus[i].index;
+	free(gpus);
+	rc = nvs_dmabuf_probe(h, fd, importer, gpu, &res);
+	if (rc)
+		snprintf(msg, len, "probe refused: %s", nvs_last_error(h));
+	else if (res.err)
+		snprintf(msg, len, "failed at %s: %s", nvs_dmabuf_step_name(res.step), strerror(res.err));
+	else
+		snprintf(msg, len, "exporter %s, importer %s, %u entries, %" PRIu64 " bytes mapped, verdict %s, p2p %s",
+			 res.exporter, res.importer, res.nents, res.mapped,
+			 nvs_dmabuf_verdict_name(res.verdict), nvs_p2p_name(res.p2p));
+	nvs_close(h);
+	return rc ? rc : -res.err;
+}
+
+static void show_verify(const struct opts *o, const struct lc_verify_result *r, bool gate_open)
+{
+	out_text("%slibcuda verify%s: ", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN));
+	out_str(OUT_ANY, "lib", "%s", r->loaded);
+	out_int(OUT_ANY, "driver_version", " (driver API %lld", r->driver_version);
+	out_int(OUT_ANY, "devices", ", %lld device(s))\n", r->ndevices);
+	out_int(OUT_JSON, "device", NULL, o->device);
+	out_obj(OUT_JSON, "attributes");
+	for (int i = 0; i < LC_VERIFY_NATTR && r->stage >= 3; ++i) {
+		char k[16];
+
+		snprintf(k, sizeof(k), "%d", lc_verify_attrs[i]);
+		out_obj(OUT_JSON, k);
+		out_int(OUT_TEXT, NULL, "  %3lld ", lc_verify_attrs[i]);
+		out_str(OUT_ANY, "name", "%-45s", lc_verify_attr_names[i]);
+		out_int(OUT_ANY, "value", " = %lld", r->attr[i]);
+		out_int(OUT_JSON, "result", NULL, r->attr_rc[i]);
+		out_text("%s\n", r->attr_rc[i] ? " (query failed)" : "");
+		out_obj_end(OUT_JSON);
+	}
+	out_obj_end(OUT_JSON);
+	if (r->stage >= 5) {
+		out_int(OUT_JSON, "export_result", NULL, r->export_rc);
+		out_int(OUT_JSON, "fd", NULL, r->fd);
+		out_uint(OUT_JSON, "size", NULL, r->size);
+		out_str(OUT_JSON, "fd_kind", NULL, r->fd_kind);
+		out_text("  cuMemGetHandleForAddressRange(DMA_BUF_FD, flags 0): ");
+		if (gate_open) {
+			out_text("%sfd %d%s, %" PRIu64 " bytes, ", out_cfg(OUT_GOOD), r->fd, out_cfg(OUT_PLAIN), r->size);
+			out_str(OUT_TEXT, NULL, "%s\n", r->fd_kind);
+		} else {
+			out_text("%serror %d%s%s\n", out_cfg(OUT_BAD), r->export_rc, out_cfg(OUT_PLAIN),
+				 r->export_rc == 801 ? " (CUDA_ERROR_NOT_SUPPORTED: the gate is closed)" : "");
+		}
+	}
+	if (r->hook_ran) {
+		out_int(OUT_JSON, "dmabuf_probe_result", NULL, r->hook_rc);
+		out_cstr(OUT_ANY, r->hook_rc ? OUT_BAD : OUT_GOOD, "dmabuf_probe", "  kernel dma-buf probe: %s\n",
+			 r->hook_msg);
+	}
+	out_bool(OUT_JSON, "dma_buf_export", NULL, gate_open);
+	out_str(OUT_JSON, "error", NULL, r->error[0] ? r->error : NULL);
+}
+
+static int cmd_verify(const struct opts *o)
+{
+	struct lc_verify_opts vo = { .device = o->device, .bytes = o->bytes };
+	struct lc_verify_result *r = calloc(1, sizeof(*r));
+	char path[PATH_MAX];
+	int ret, rc;
+	bool gate_open;
+
+	if (!r)
+		return out_fail(NVS_EX_FAIL, "Unable to allocate memory");
+	if (o->lib) {
+		vo.lib = o->lib;
+	} else {
+		ret = pick(o, path, sizeof(path));
+		if (ret) {
+			free(r);
+			return ret;
+		}
+		vo.lib = path;
+	}
+	if (o->probe) {
+		vo.hook = probe_hook;
+		vo.hook_arg = (void *)o->importer;
+	}
+	rc = lc_verify(&vo, r);
+	gate_open = r->stage == 6 && !r->export_rc && r->fd >= 0;
+	if (rc)
+		ret = NVS_EX_FAIL;
+	else if (r->stage < 3 && r->error[0])
+		ret = NVS_EX_MISSING;	/* no usable libcuda, no driver, no such device */
+	else if (r->stage < 5 && r->error[0])
+		ret = NVS_EX_FAIL;
+	else if (!gate_open)
+		ret = NVS_EX_GATE;
+	else if (o->probe && r->hook_rc)
+		ret = nvs_exit_for_errno(-r->hook_rc);
+	else
+		ret = NVS_EX_OK;
+	out_begin(isatty(STDOUT_FILENO));
+	if (out_json()) {
+		/* The verify document carries its own verdict: always one document. */
+		out_bool(OUT_JSON, "ok", NULL, !ret);
+		out_int(OUT_JSON, "exit", NULL, ret);
+	}
+	show_verify(o, r, gate_open);
+	if (out_end() < 0 && !ret)
+		ret = NVS_EX_FAIL;
+	if (r->error[0])
+		out_note("%s", r->error);
+	free(r);
+	return ret;
+}
+
+int libcuda_main(int argc, const char *argv[])
+{
+	static const struct {
+		const char *name;
+		int (*fn)(const struct opts *o);
+	} cmds[] = {
+		{ "status", cmd_status }, { "patch", cmd_patch }, { "verify", cmd_verify },
+		{ "restore", cmd_restore }, { "env", cmd_env },
+	};
+	struct opts o;
+	int r;
+
+	if (argc < 2)
+		return out_usage("libcuda", "Missing command: status, patch, verify, restore or env");
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout, "libcuda");
+		return NVS_EX_OK;
+	}
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); ++i) {
+		if (strcmp(argv[1], cmds[i].name))
+			continue;
+		r = parse(argc - 1, argv + 1, &o, cmds[i].name);
+		if (r)
+			return r == 1 ? NVS_EX_OK : r;
+		return cmds[i].fn(&o);
+	}
+	return out_usage("libcuda", "Invalid libcuda command: `%s'", argv[1]);
+}

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/exit.h"
+#include "common/gpu.h"
+#include "common/out.h"
+
+/* [DDDD:]BB:DD.F in hex, as lspci and sysfs write it (CUDA pads the domain to 8). */
+bool nvs_bdf_ok(const char *s)
+{
+	unsigned int d, b, dev, f;
+	int used = 0;
+
+	if (!s || strlen(s) > 16 || !isxdigit((unsigned char)*s))
+		return false;
+	if (sscanf(s, "%x:%x:%x.%x%n", &d, &b, &dev, &f, &used) == 4 && !s[used])
+		return b < 256 && dev < 32 && f < 8;
+	used = 0;
+	return sscanf(s, "%x:%x.%x%n", &b, &dev, &f, &used) == 3 && !s[used] && b < 256 && dev < 32 && f < 8;
+}
+
+bool nvs_gpu_spec_ok(const char *s)
+{
+	const char *p = s;
+
+	if (!s || !*s)
+		return false;
+	if (!strncmp(p, "gpu", 3))
+		p += 3;
+	if (*p && strspn(p, "0123456789") == strlen(p) && strlen(p) <= 9)
+		return true;
+	return p == s && nvs_bdf_ok(s);
+}
+
+bool nvs_same_busid(const char *a, const char *b)
+{
+	unsigned int d1, b1, s1, f1, d2, b2, s2, f2;
+
+	return sscanf(a, "%x:%x:%x.%x", &d1, &b1, &s1, &f1) == 4 &&
+	       sscanf(b, "%x:%x:%x.%x", &d2, &b2, &s2, &f2) == 4 &&
+	       d1 == d2 && b1 == b2 && s1 == s2 && f1 == f2;
+}
+
+int nvs_cli_relist(struct nvs_cli *c)
+{
+	free(c->gpus);
+	c->gpus = NULL;
+	c->n = 0;
+	c->sel = NULL;
+	if (nvs_gpu_list(c->h, &c->gpus, &c->n) < 0)
+		return out_fail(nvs_exit_for_errno(errno), "Unable to list GPUs: %s", nvs_last_error(c->h));
+	return NVS_EX_OK;
+}
+
+static int select_gpu(struct nvs_cli *c, const char *want)
+{
+	char have[256] = "";
+	size_t len = 0;
+	uint32_t idx;
+
+	if (!nvs_parse_gpu(want, c->gpus, c->n, &idx)) {
+		for (size_t i = 0; i < c->n; ++i)
+			if (c->gpus[i].index == idx)
+				c->sel = &c->gpus[i];
+		return NVS_EX_OK;
+	}
+	for (size_t i = 0; i < c->n && len < sizeof(have) - 16; ++i)
+		len += snprintf(have + len, sizeof(have) - len, "%sgpu%u", i ? ", " : "", c->gpus[i].index);
+	return out_fail(NVS_EX_MISSING, "No such GPU: `%s' (the module watches %s; see `%s status')", want,
+			c->n ? have : "none", PROG_NAME);
+}
+
+int nvs_cli_open(struct nvs_cli *c, bool list, const char *want)
+{
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	if (nvs_open(&c->h) < 0)
+		return out_fail(nvs_exit_for_errno(errno), "%s", nvs_last_error(NULL));
+	if (!list && !want)
+		return NVS_EX_OK;
+	ret = nvs_cli_relist(c);
+	if (ret || !want)
+		return ret;
+	return select_gpu(c, want);
+}
+
+void nvs_cli_close(struct nvs_cli *c)
+{
+	free(c->gpus);
+	nvs_close(c->h);
+	memset(c, 0, sizeof(*c));
+}

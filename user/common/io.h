@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+#ifndef COMMON_IO_H
+#define COMMON_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/*
+ * Hardened file I/O for every subcommand.
+ *
+ * Output files appear whole or not at all: the data goes to an unnamed
+ * file in the target's directory, which gets its name only when complete
+ * (fsync, rename, fsync of the directory); a crash or a kill leaves
+ * nothing. A target that exists must be a regular file (a symbolic link is
+ * followed to one), so /dev/null or a directory is refused before any work
+ * starts; "-" means standard output.
+ *
+ * Inputs are read once, so a pipe or process substitution works the same
+ * as a file; a FIFO without a writer ends at once instead of hanging;
+ * devices, directories and sockets are refused; a line and the whole input
+ * are bounded, with a message that says which limit was hit.
+ */
+
+struct nvs_ofile {
+	FILE *f;		/* write the content here */
+	bool is_stdout;
+	bool named;		/* the temporary file has a name (no O_TMPFILE) */
+	mode_t mode;
+	char path[4096];	/* the final name (a link already resolved) */
+	char dir[4096];
+	char tmp[4096];		/* the temporary name, at commit or without O_TMPFILE */
+};
+
+/*
+ * Checks the target and opens the temporary file. mode is the final file's
+ * (0666 & ~umask for data files). Returns 0, or -errno with an
+ * admin-readable message in err.
+ */
+int nvs_ofile_open(struct nvs_ofile *o, const char *path, mode_t mode, char *err, size_t errlen);
+/* Publishes the file under its name (stdout: flushes). 0 or -errno with err. */
+int nvs_ofile_commit(struct nvs_ofile *o, char *err, size_t errlen);
+/* Drops whatever was not committed; safe to call twice. */
+void nvs_ofile_discard(struct nvs_ofile *o);
+/* dir/name from one buffer, atomically as above. */
+int nvs_write_atomic(const char *dir, const char *name, const void *buf, size_t len, mode_t mode,
+		     char *err, size_t errlen);
+/* Removes temporaries that a killed run left in dir (named only briefly). */
+void nvs_clean_stale_temps(const char *dir);
+/* fsync a directory so that a rename in it is durable. */
+int nvs_fsync_dir(const char *dir);
+
+struct nvs_ifile {
+	int fd;
+	bool own;		/* close fd at the end (not standard input) */
+	char name[256];		/* for messages: the path, or "standard input" */
+	char *buf;
+	size_t cap, start, end;
+	size_t max_line;
+	uint64_t max_total, total;
+	size_t lineno;
+	bool eof;
+};
+
+/*
+ * Opens path ("-": standard input) for one reading pass with lines of at
+ * most max_line bytes and at most max_total bytes in all (0: no limit on
+ * the total). Returns 0, or -errno with err.
+ */
+int nvs_ifile_open(struct nvs_ifile *in, const char *path, size_t max_line, uint64_t max_total,
+		   char *err, size_t errlen);
+/*
+ * The next line, without its newline, NUL-terminated in *line (len bytes;
+ * it may hold NUL bytes, which callers take as binary input). *cut is set
+ * when the input ended without a newline. Returns 1, 0 at the end, or
+ * -errno with err: -E2BIG for an over-long line, -EFBIG past max_total.
+ */
+int nvs_ifile_line(struct nvs_ifile *in, char **line, size_t *len, bool *cut, char *err, size_t errlen);
+void nvs_ifile_close(struct nvs_ifile *in);
+/* The whole input in a malloc'd, NUL-terminated buffer, within max bytes. */
+int nvs_read_all(const char *path, uint64_t max, char **buf, size_t *len, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/color.h"
+#include "common/exit.h"
+#include "common/json.h"
+#include "common/out.h"
+#include "common/text.h"
+
+const char *PROG_NAME = "nvsidecar";
+
+/* One run prints one result: the state is the process's, as in iproute2. */
+static struct {
+	bool json;
+	bool started;		/* a JSON document (or its error) went out */
+	bool failed;		/* the error document went out */
+	int color;		/* -1 undecided */
+	struct json j;
+} st = { .color = -1 };
+
+static const char *const colors[] = {
+	[OUT_PLAIN] = "\033[0m",
+	[OUT_BOLD] = "\033[1m",
+	[OUT_DIM] = "\033[2m",
+	[OUT_GOOD] = "\033[32m",
+	[OUT_WARN] = "\033[33m",
+	[OUT_BAD] = "\033[31m",
+	[OUT_ALARM] = "\033[1;31m",
+};
+
+void out_set_json(bool json)
+{
+	st.json = json;
+}
+
+bool out_json(void)
+{
+	return st.json;
+}
+
+bool out_color_on(void)
+{
+	if (st.color < 0)
+		st.color = want_color();
+	return st.color;
+}
+
+const char *out_cfg(enum out_color c)
+{
+	return out_color_on() && !st.json ? colors[c] : "";
+}
+
+static bool for_json(enum out_where w)
+{
+	return st.json && w != OUT_TEXT;
+}
+
+static bool for_text(enum out_where w, const char *fmt)
+{
+	return !st.json && w != OUT_JSON && fmt;
+}
+
+void out_begin(bool pretty)
+{
+	if (!st.json)
+		return;
+	json_init(&st.j, stdout, pretty);
+	json_obj_open(&st.j, NULL);
+	st.started = true;
+}
+
+int out_end(void)
+{
+	if (st.json && st.started) {
+		json_obj_close(&st.j);
+		json_end(&st.j);
+	}
+	if (fflush(stdout) || ferror(stdout))
+		return -(errno ? errno : EIO);
+	return 0;
+}
+
+void out_obj(enum out_where w, const char *key)
+{
+	if (for_json(w))
+		json_obj_open(&st.j, key);
+}
+
+void out_obj_end(enum out_where w)
+{
+	if (for_json(w))
+		json_obj_close(&st.j);
+}
+
+void out_arr(enum out_where w, const char *key)
+{
+	if (for_json(w))
+		json_arr_open(&st.j, key);
+}
+
+void out_arr_end(enum out_where w)
+{
+	if (for_json(w))
+		json_arr_close(&st.j);
+}
+
+/* printf(fmt, escaped val), padding and all. */
+static void text_str(const char *fmt, const char *val)
+{
+	char buf[4096];
+
+	printf(fmt, nvs_escape_text(val ? val : "", buf, sizeof(buf)));
+}
+
+void out_str(enum out_where w, const char *key, const char *fmt, const char *val)
+{
+	if (for_json(w))
+		json_str(&st.j, key, val);
+	else if (for_text(w, fmt))
+		text_str(fmt, val);
+}
+
+void out_cstr(enum out_where w, enum out_color c, const char *key, const char *fmt, const char *val)
+{
+	if (for_json(w)) {
+		json_str(&st.j, key, val);
+	} else if (for_text(w, fmt)) {
+		fputs(out_cfg(c), stdout);
+		text_str(fmt, val);
+		if (c != OUT_PLAIN)
+			fputs(out_cfg(OUT_PLAIN), stdout);
+	}
+}
+
+void out_int(enum out_where w, const char *key, const char *fmt, int64_t val)
+{
+	if (for_json(w))
+		json_int(&st.j, key, val);
+	else if (for_text(w, fmt))
+		printf(fmt, (long long)val);
+}
+
+void out_uint(enum out_where w, const char *key, const char *fmt, uint64_t val)
+{
+	if (for_json(w))
+		json_uint(&st.j, key, val);
+	else if (for_text(w, fmt))
+		printf(fmt, (unsigned long long)val);
+}
+
+void out_hex(enum out_where w, const char *key, const char *fmt, uint64_t val)
+{
+	char buf[24];
+
+	if (for_json(w)) {
+		snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)val);
+		json_str(&st.j, key, buf);
+	} else if (for_text(w, fmt)) {
+		printf(fmt, (unsigned long long)val);
+	}
+}
+
+void out_double(enum out_where w, const char *key, const char *fmt, double val, int decimals)
+{
+	if (for_json(w))
+		json_double(&st.j, key, val, decimals);
+	else if (for_text(w, fmt))
+		printf(fmt, val);
+}
+
+void out_bool(enum out_where w, const char *key, const char *fmt, bool val)
+{
+	if (for_json(w))
+		json_bool(&st.j, key, val);
+	else if (for_text(w, fmt))
+		printf(fmt, val ? "yes" : "no");
+}
+
+void out_null(const char *key)
+{
+	if (st.json)
+		json_null(&st.j, key);
+}
+
+void out_text(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (st.json)
+		return;
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+}
+
+void out_safe(const char *s)
+{
+	if (!st.json)
+		nvs_put_text(stdout, s);
+}
+
+static void error_doc(int code, const char *msg)
+{
+	struct json j;
+
+	if (!st.json || st.started)
+		return;
+	st.started = st.failed = true;
+	json_init(&j, stdout, false);
+	json_obj_open(&j, NULL);
+	json_bool(&j, "ok", false);
+	json_int(&j, "exit", code);
+	json_str(&j, "error", msg);
+	json_obj_close(&j);
+	json_end(&j);
+}
+
+static void vfail(int code, const char *fmt, va_list ap)
+{
+	char msg[2048];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	fflush(stdout);
+	nvs_put_lines(stderr, msg);
+	fputc('\n', stderr);
+	error_doc(code, msg);
+}
+
+int out_fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfail(code, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int out_usage(const char *sub, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfail(NVS_EX_USAGE, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "Try `%s%s%s --help'.\n", PROG_NAME, sub ? " " : "", sub ? sub : "");
+	return NVS_EX_USAGE;
+}
+
+void out_note(const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	nvs_put_lines(stderr, msg);
+	fputc('\n', stderr);
+}

@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/io.h"
+#include "libcuda/patch.h"
+#include "libcuda/report.h"
+#include "libcuda/sha256.h"
+
+/*
+ * Messages embed paths of up to PATH_MAX into fixed buffers; a truncated
+ * message is acceptable, so GCC's truncation analysis is off for this file.
+ */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+static void now_iso(char *buf, size_t len)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static uint8_t *patched_image(const struct lc_report *r, char *err, size_t errlen)
+{
+	uint8_t *buf = malloc(r->elf.size);
+
+	if (!buf) {
+		snprintf(err, errlen, "Out of memory for a %zu-byte copy", r->elf.size);
+		return NULL;
+	}
+	memcpy(buf, r->elf.map, r->elf.size);
+	for (size_t i = 0; i < r->g.nplan; ++i) {
+		const struct lc_rewrite *w = &r->g.plan[i];
+
+		if (w->off < 0 || (uint64_t)w->off + w->len > r->elf.size || memcmp(buf + w->off, w->old, w->len)) {
+			snprintf(err, errlen, "Internal error: rewrite at 0x%" PRIx64 " does not match the file", w->off);
+			free(buf);
+			return NULL;
+		}
+		memcpy(buf + w->off, w->new, w->len);
+	}
+	return buf;
+}
+
+static void fill_manifest(struct lc_manifest *m, const struct lc_report *r, const char *mode, const char *out,
+			  const char *out_sha)
+{
+	memset(m, 0, sizeof(*m));
+	snprintf(m->tool_version, sizeof(m->tool_version), "%s", NVS_TOOL_VERSION);
+	snprintf(m->mode, sizeof(m->mode), "%s", mode);
+	snprintf(m->source, sizeof(m->source), "%s", r->path);
+	snprintf(m->source_sha256, sizeof(m->source_sha256), "%s", r->sha);
+	snprintf(m->driver_version, sizeof(m->driver_version), "%s", r->version);
+	snprintf(m->output, sizeof(m->output), "%s", out);
+	snprintf(m->output_sha256, sizeof(m->output_sha256), "%s", out_sha);
+	m->field = r->g.field;
+	m->mask = r->g.mask;
+	now_iso(m->created, sizeof(m->created));
+}
+
+static void manifest_sites(struct lc_manifest *m, const struct lc_report *r, struct lc_msite *sites)
+{
+	for (size_t i = 0; i < r->g.nplan; ++i) {
+		const struct lc_rewrite *w = &r->g.plan[i];
+
+		sites[i].off = w->off;
+		sites[i].len = w->len;
+		memcpy(sites[i].old, w->old, w->len);
+		memcpy(sites[i].new, w->new, w->len);
+		snprintf(sites[i].desc, sizeof(sites[i].desc), "%s -> %s (for the store at 0x%" PRIx64 ")", w->from,
+			 w->to, w->store);
+	}
+	m->sites = sites;
+	m->nsites = r->g.nplan;
+}
+
+/* The written file must analyse as fully patched before it is published. */
+static int reverify(const char *path, const char *state, char *err, size_t errlen)
+{
+	struct lc_report *r = calloc(1, sizeof(*r));
+	int ret;
+
+	if (!r)
+		return -ENOMEM;
+	ret = lc_analyse(path, state, r, err, errlen);
+	if (!ret && (r->g.nplan || !r->g.ok)) {
+		snprintf(err, errlen, "The patched image does not analyse as patched (%s); nothing was published",
+			 r->g.ok ? "rewrites still planned" : r->g.reason);
+		ret = -EPROTO;
+	}
+	lc_report_free(r);
+	free(r);
+	return ret;
+}
+
+static int symlink_atomic(const char *dir, const char *name, const char *target, char *err, size_t errlen)
+{
+	char tmp[PATH_MAX], final[PATH_MAX], cur[PATH_MAX];
+	ssize_t n;
+
+	snprintf(final, sizeof(final), "%s/%s", dir, name);
+	n = readlink(final, cur, sizeof(cur) - 1);
+	if (n > 0 && (cur[n] = 0, !strcmp(cur, target)))
+		return 0;
+	snprintf(tmp, sizeof(tmp), "%s/.%s.nvsidecar-%d", dir, name, (int)getpid());
+	unlink(tmp);
+	if (symlink(target, tmp) < 0 || rename(tmp, final) < 0) {
+		int e = errno;
+
+		unlink(tmp);
+		snprintf(err, errlen, "Unable to link `%s' to %s: %s", final, target, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+/* mkdir -p for the state directory (/var/lib/nvsidecar/libcuda). */
+static int make_dirs(const char *dir, char *err, size_t errlen)
+{
+	char p[PATH_MAX];
+
+	if (!mkdir(dir, 0755) || errno == EEXIST)
+		return 0;
+	snprintf(p, sizeof(p), "%s", dir);
+	for (char *s = p + 1; *s; ++s)
+		if (*s == '/') {
+			*s = 0;
+			mkdir(p, 0755);
+			*s = '/';
+		}
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		int e = errno;
+
+		snprintf(err, errlen, "Unable to create the state directory `%s': %s", dir, strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
+static int patch_copy(const struct lc_report *r, const char *out, const char *state, const uint8_t *img,
+		      mode_t mode, struct lc_manifest *m, struct lc_patch_result *res, char *err, size_t errlen)
+{
+	char name[128], cur[65], mpath[PATH_MAX + 64];
+	int ret;
+
+	if (!realpath(out, res->outdir)) {
+		ret = -errno;
+		snprintf(err, errlen, "Unable to use the output directory `%s': %s", out, strerror(errno));
+		return ret;
+	}
+	snprintf(name, sizeof(name), "libcuda.so.%s", r->version);
+	snprintf(res->output, sizeof(res->output), "%s/%s", res->outdir, name);
+	if (!strcmp(res->output, r->path)) {
+		snprintf(err, errlen, "The output would overwrite the source `%s'; use --in-place for that, or another --out directory",
+			 r->path);
+		return -EINVAL;
+	}
+	nvs_clean_stale_temps(res->outdir);
+	snprintf(mpath, sizeof(mpath), "%s/%s", res->outdir, LC_MANIFEST_NAME);
+	if (!lc_sha256_file(res->output, cur) && !strcmp(cur, res->output_sha256)) {
+		struct lc_manifest old;
+
+		if (!lc_manifest_read(mpath, &old, err, errlen)) {
+			res->up_to_date = !strcmp(old.source_sha256, r->sha) &&
+					  !strcmp(old.output_sha256, res->output_sha256);
+			lc_manifest_free(&old);
+		}
+	}
+	if (!res->up_to_date) {
+		ret = nvs_write_atomic(res->outdir, name, img, r->elf.size, mode, err, errlen);
+		if (ret)
+			return ret;
+		ret = reverify(res->output, state, err, errlen);
+		if (ret)
+			return ret;
+	}
+	ret = symlink_atomic(res->outdir, "libcuda.so.1", name, err, errlen);
+	if (!ret)
+		ret = symlink_atomic(res->outdir, "libcuda.so", "libcuda.so.1", err, errlen);
+	if (ret)
+		return ret;
+	fill_manifest(m, r, "copy", res->output, res->output_sha256);
+	manifest_sites(m, r, res->sites);
+	if (!res->up_to_date) {
+		ret = lc_manifest_write(mpath, m, err, errlen);
+		if (ret)
+			return ret;
+	}
+	nvs_fsync_dir(res->outdir);
+	return 0;
+}
+
+static int patch_in_place(const struct lc_report *r, const char *state, const uint8_t *img, mode_t mode,
+			  struct lc_manifest *m, struct lc_patch_result *res, char *err, size_t errlen)
+{
+	char name[128], mpath[PATH_MAX], dir[PATH_MAX], bsha[65];
+	const char *b = strrchr(r->path, '/') + 1;
+	int ret = make_dirs(state, err, errlen);
+
+	if (ret)
+		return ret;
+	snprintf(name, sizeof(name), "backup-%s.so", r->sha);
+	snprintf(res->backup, sizeof(res->backup), "%s/%s", state, name);
+	if (lc_sha256_file(res->backup, bsha) || strcmp(bsha, r->sha)) {
+		ret = nvs_write_atomic(state, name, r->elf.map, r->elf.size, 0444, err, errlen);
+		if (ret) {
+			char why[512];
+
+			snprintf(why, sizeof(why), "%s", err);
+			snprintf(err, errlen, "Unable to back up `%s': %s", r->path, why);
+			return ret;
+		}
+	}
+	if (lc_sha256_file(res->backup, bsha) || strcmp(bsha, r->sha)) {
+		snprintf(err, errlen, "The backup `%s' does not match `%s'; not patching", res->backup, r->path);
+		return -EIO;
+	}
+	lc_state_manifest_path(state, r->path, mpath, sizeof(mpath));
+	fill_manifest(m, r, "in-place", r->path, res->output_sha256);
+	snprintf(m->backup, sizeof(m->backup), "%s", res->backup);
+	manifest_sites(m, r, res->sites);
+	/* The manifest goes first: `restore' needs it if we die below. */
+	ret = lc_manifest_write(mpath, m, err, errlen);
+	if (ret)
+		return ret;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(b - 1 - r->path), r->path);
+	ret = nvs_write_atomic(dir, b, img, r->elf.size, mode, err, errlen);
+	if (ret) {
+		size_t n = strlen(err);
+
+		snprintf(err + n, errlen - n, " (the library is unchanged)");
+		unlink(mpath);
+		return ret;
+	}
+	snprintf(res->output, sizeof(res->output), "%s", r->path);
+	return 0;
+}
+
+int lc_patch(const char *path, const char *out, const char *state, struct lc_patch_result *res,
+	     char *err, size_t errlen)
+{
+	struct lc_report *r = calloc(1, sizeof(*r));
+	struct lc_manifest m;
+	uint8_t *img = NULL;
+	struct stat st;
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	res->in_place = !out;
+	if (!r)
+		return -ENOMEM;
+	ret = lc_analyse(path, state, r, err, errlen);
+	if (ret)
+		goto out;
+	ret = -EPROTONOSUPPORT;
+	if (r->v == LC_UNSUPPORTED) {
+		snprintf(err, errlen, "Refusing to patch `%s': %s", path, r->why);
+		goto out;
+	}
+	ret = -EALREADY;
+	if (r->v == LC_PATCHED || r->v == LC_NOT_NEEDED) {
+		snprintf(err, errlen, "Refusing to patch `%s': it is already %s (%s); patch the original library instead%s%s",
+			 path, lc_verdict_name(r->v), r->why, r->have_beside ? ": " : "",
+			 r->have_beside ? r->beside.source : "");
+		goto out;
+	}
+	ret = -EINVAL;
+	if (!strcmp(r->version, "unknown")) {
+		snprintf(err, errlen, "Unable to tell the driver version of `%s' (expected a name like libcuda.so.535.261.03); pass the versioned file, not a link",
+			 path);
+		goto out;
+	}
+	ret = -EIO;
+	img = patched_image(r, err, errlen);
+	if (!img)
+		goto out;
+	ret = -ENOMEM;
+	res->sites = calloc(r->g.nplan ? r->g.nplan : 1, sizeof(*res->sites));
+	if (!res->sites) {
+		snprintf(err, errlen, "Unable to allocate memory");
+		goto out;
+	}
+	snprintf(res->source, sizeof(res->source), "%s", path);
+	snprintf(res->source_sha256, sizeof(res->source_sha256), "%s", r->sha);
+	snprintf(res->driver_version, sizeof(res->driver_version), "%s", r->version);
+	lc_sha256_hex(img, r->elf.size, res->output_sha256);
+	if (stat(path, &st) < 0)
+		st.st_mode = 0644;
+	if (out)
+		ret = patch_copy(r, out, state, img, st.st_mode & 0777, &m, res, err, errlen);
+	else
+		ret = patch_in_place(r, state, img, st.st_mode & 0777, &m, res, err, errlen);
+	if (!ret)
+		res->nsites = m.nsites;
+out:
+	free(img);
+	lc_report_free(r);
+	free(r);
+	return ret;
+}
+
+void lc_patch_result_free(struct lc_patch_result *res)
+{
+	free(res->sites);
+	res->sites = NULL;
+	res->nsites = 0;
+}
+
+int lc_restore(const char *path, const char *state, struct lc_restore_result *res, char *err, size_t errlen)
+{
+	char mpath[PATH_MAX], cur[65], bsha[65], dir[PATH_MAX];
+	struct lc_manifest m;
+	struct lc_elf e;
+	struct stat st;
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	lc_state_manifest_path(state, path, mpath, sizeof(mpath));
+	ret = lc_manifest_read(mpath, &m, err, errlen);
+	if (ret) {
+		if (ret == -ENOENT)
+			snprintf(err, errlen, "No in-place patch of `%s' is recorded in `%s'; nothing to restore",
+				 path, state);
+		return ret;
+	}
+	ret = -ESTALE;
+	if (strcmp(m.output, path)) {
+		snprintf(err, errlen, "The manifest `%s' is for `%s', not `%s'", mpath, m.output, path);
+		goto out;
+	}
+	if (lc_sha256_file(path, cur) || strcmp(cur, m.output_sha256)) {
+		snprintf(err, errlen, "`%s' is not the file nvsidecar patched (hash differs: a driver upgrade may have replaced it); refusing to overwrite it with the old backup",
+			 path);
+		goto out;
+	}
+	if (lc_sha256_file(m.backup, bsha) || strcmp(bsha, m.source_sha256)) {
+		snprintf(err, errlen, "The backup `%s' is missing or does not match the recorded original (sha256 %s); not restoring",
+			 m.backup, m.source_sha256);
+		goto out;
+	}
+	ret = lc_elf_open(&e, m.backup, err, errlen);
+	if (ret)
+		goto out;
+	if (stat(path, &st) < 0)
+		st.st_mode = 0644;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(path, '/') - path), path);
+	ret = nvs_write_atomic(dir, strrchr(path, '/') + 1, e.map, e.size, st.st_mode & 0777, err, errlen);
+	lc_elf_close(&e);
+	if (ret) {
+		size_t n = strlen(err);
+
+		snprintf(err + n, errlen - n, " (the library is unchanged)");
+		goto out;
+	}
+	unlink(mpath);
+	nvs_fsync_dir(state);
+	snprintf(res->lib, sizeof(res->lib), "%s", path);
+	snprintf(res->sha256, sizeof(res->sha256), "%s", m.source_sha256);
+	snprintf(res->backup, sizeof(res->backup), "%s", m.backup);
+out:
+	lc_manifest_free(&m);
+	return ret;
+}

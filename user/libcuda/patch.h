@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+#ifndef LIBCUDA_PATCH_H
+#define LIBCUDA_PATCH_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "libcuda/manifest.h"
+
+/*
+ * Writing what the analysis proved, as functions that never print: a
+ * patched copy in a directory (with the libcuda.so.1 and libcuda.so links
+ * and a manifest), or the library itself patched in place after a backup
+ * named by its SHA-256, and the undo of that. Every file is written
+ * atomically and re-analysed before it is published.
+ */
+struct lc_patch_result {
+	bool up_to_date;		/* the copy was current: nothing written */
+	bool in_place;
+	char source[PATH_MAX];
+	char source_sha256[65];
+	char driver_version[64];
+	char output[PATH_MAX + 160];
+	char output_sha256[65];
+	char outdir[PATH_MAX];		/* copies only */
+	char backup[PATH_MAX];		/* in place only */
+	struct lc_msite *sites;
+	size_t nsites;
+};
+
+/*
+ * Patches the library at path (absolute, as lc_pick_lib() gives it) into
+ * the directory out, or in place when out is NULL (state: where backups and
+ * in-place manifests live). Returns 0, or with a message in err:
+ * -EALREADY (already patched, or not needed), -EPROTONOSUPPORT (no proven
+ * patch for this layout), -EINVAL (the driver version cannot be told, or
+ * the output would overwrite the source), another -errno (I/O).
+ */
+int lc_patch(const char *path, const char *out, const char *state, struct lc_patch_result *res,
+	     char *err, size_t errlen);
+void lc_patch_result_free(struct lc_patch_result *res);
+
+struct lc_restore_result {
+	char lib[PATH_MAX];
+	char sha256[65];
+	char backup[4096];
+};
+
+/*
+ * Undoes `patch --in-place' of path after checking that it is still the
+ * patched file and the backup still the original. -ENOENT when nothing is
+ * recorded, -ESTALE when a file no longer matches, another -errno (I/O).
+ */
+int lc_restore(const char *path, const char *state, struct lc_restore_result *res, char *err, size_t errlen);
+
+#endif

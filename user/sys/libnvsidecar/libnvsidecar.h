@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+/*
+ * libnvsidecar: a small client for the nvsidecar generic netlink family
+ * (kmod/uapi/nvsidecar.h). Link with -lnvsidecar $(pkg-config --libs
+ * libnl-genl-3.0).
+ *
+ * Conventions: every function that can fail returns 0 (or a count) on
+ * success and -errno on failure, and also sets errno, so a caller can
+ * perror(). When the kernel attached an extended-ack message to its error,
+ * or the library knows what the admin should do next, nvs_last_error()
+ * returns it. A handle is not thread-safe; use one per thread.
+ */
+#ifndef LIBNVSIDECAR_H
+#define LIBNVSIDECAR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "nvsidecar.h"		/* kmod/uapi: commands, enums, limits */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct nvs_handle;
+
+/* One sensor of one GPU, in milli-degrees Celsius. */
+struct nvs_sensor_info {
+	uint32_t id;			/* index into nvs_sample_entry.mc[] */
+	char label[NVS_LABEL_LEN];	/* "hotspot", "ch0", "mem3", ... */
+	bool valid;			/* mc is a real reading */
+	int32_t mc;
+	bool has_peak, has_low, has_max;
+	int32_t peak;			/* highest since the last reset */
+	int32_t low;
+	int32_t max;			/* threshold */
+	bool alarm;			/* mc > max */
+};
+
+struct nvs_gpu_info {
+	uint32_t index;			/* the N in gpuN */
+	char busid[NVS_BUSID_LEN];
+	uint16_t vendor, device;
+	char chip[16];
+	char name[64];
+	uint32_t status;		/* enum nvs_status */
+	char reason[64];
+	uint32_t sample_hz;		/* 0: read on demand */
+	uint32_t flags;			/* NVS_GPU_F_* */
+	uint64_t samples, unavailable, crossings;
+	uint64_t last_sample_ns;	/* CLOCK_MONOTONIC */
+	uint64_t seq;			/* newest sample, 0: none yet */
+	unsigned int nsensors;
+	struct nvs_sensor_info sensors[NVS_MAX_SENSORS];
+};
+
+/* One sampling pass of one GPU. */
+struct nvs_sample_entry {
+	uint64_t seq;
+	uint64_t ts_ns;			/* CLOCK_MONOTONIC */
+	uint32_t valid;			/* bit i: mc[i] is a real reading */
+	int32_t mc[NVS_MAX_SENSORS];
+};
+
+/* The result of one SAMPLES_GET; reuse it across calls to avoid malloc. */
+struct nvs_samples {
+	uint32_t gpu;
+	uint32_t nsensors;
+	uint64_t lost;			/* overwritten before we asked */
+	uint64_t next;			/* pass as since next time */
+	size_t count;
+	size_t cap;
+	struct nvs_sample_entry *v;
+};
+
+/* A GPU_SET request; only the fields marked as present are sent. */
+struct nvs_set_req {
+	uint32_t gpu;
+	bool set_sample_hz;
+	uint32_t sample_hz;
+	const char *thresh_sensor;	/* NULL: leave thresholds alone */
+	bool thresh_clear;		/* remove it instead of setting thresh_mc */
+	int32_t thresh_mc;
+	bool reset_peaks;
+};
+
+struct nvs_event_info {
+	uint32_t type;			/* enum nvs_event */
+	uint64_t ts_ns;			/* CLOCK_MONOTONIC */
+	bool has_gpu;
+	uint32_t gpu;
+	char busid[NVS_BUSID_LEN];
+	bool has_status;
+	uint32_t status;
+	char reason[64];
+	bool has_sensor;
+	struct nvs_sensor_info sensor;
+};
+
+/* The NVS_A_DMABUF nest of a DMA-BUF probe reply. */
+struct nvs_dmabuf_result {
+	uint32_t present;		/* bit NVS_DMABUF_A_x: attribute x was sent */
+	uint32_t step;			/* enum nvs_dmabuf_step reached */
+	int32_t err;			/* 0, or positive errno at step */
+	char exporter[32];
+	char importer[NVS_BUSID_LEN];
+	uint64_t size;
+	uint32_t nents;
+	uint64_t mapped;
+	uint64_t seg_min, seg_max;
+	uint32_t verdict;		/* enum nvs_dmabuf_verdict */
+	uint64_t bar1_start, bar1_len;
+	uint32_t p2p;			/* enum nvs_p2p_state */
+	int32_t p2p_distance;
+};
+
+#define NVS_GPU_ANY (-1)		/* nvs_dmabuf_probe: no GPU to compare */
+
+/*
+ * Connects and resolves the family. -ENOENT when the family is not
+ * registered (the module is not loaded); the message then says what to do.
+ * On failure *h is NULL and nvs_last_error(NULL) has the message.
+ */
+int nvs_open(struct nvs_handle **h);
+void nvs_close(struct nvs_handle *h);
+/* The message of the last failure on h ("" if none); NULL: of nvs_open. */
+const char *nvs_last_error(const struct nvs_handle *h);
+/* Family version announced by the kernel. */
+uint32_t nvs_family_version(const struct nvs_handle *h);
+
+/* All GPUs in index order; *gpus is malloc'd (free() it), *n may be 0. */
+int nvs_gpu_list(struct nvs_handle *h, struct nvs_gpu_info **gpus, size_t *n);
+int nvs_gpu_get(struct nvs_handle *h, uint32_t index, struct nvs_gpu_info *gpu);
+
+/*
+ * Samples of one GPU with seq >= since (0: the oldest kept). Replaces the
+ * contents of s. s->lost counts samples overwritten before this call.
+ */
+int nvs_samples_get(struct nvs_handle *h, uint32_t gpu, uint64_t since,
+		    struct nvs_samples *s);
+void nvs_samples_free(struct nvs_samples *s);
+
+/* Needs CAP_NET_ADMIN: -EPERM otherwise. */
+int nvs_gpu_set(struct nvs_handle *h, const struct nvs_set_req *req);
+
+/*
+ * Joins the "events" group (idempotent). nvs_event_recv() waits up to
+ * timeout_ms (-1: forever, 0: poll) for one event: 0 with *ev filled,
+ * -ETIMEDOUT, -EINTR (a signal), or -ENOBUFS when the socket overflowed
+ * and events were lost (later calls keep working).
+ */
+int nvs_events_subscribe(struct nvs_handle *h);
+int nvs_event_recv(struct nvs_handle *h, struct nvs_event_info *ev, int timeout_ms);
+int nvs_event_fd(const struct nvs_handle *h);	/* for poll(); -1 before subscribing */
+
+/*
+ * Asks the kernel to import the dma-buf behind fd on the PCI device named
+ * importer ("0000:01:00.0"; NULL: the GPU's own device) and to compare the
+ * mapping with the BAR1 of GPU gpu (NVS_GPU_ANY: none). Needs CAP_NET_ADMIN.
+ * 0 with *res filled (res->err says whether a step after the fd lookup
+ * failed), or -EBADF, -EINVAL (not a dma-buf), -ENODEV, -EPERM, ...
+ */
+int nvs_dmabuf_probe(struct nvs_handle *h, int fd, const char *importer,
+		     int gpu, struct nvs_dmabuf_result *res);
+
+/* Names for enums, stable (used in JSON and --dump); "unknown" if out of range. */
+const char *nvs_status_name(uint32_t status);
+const char *nvs_event_name(uint32_t type);
+const char *nvs_dmabuf_step_name(uint32_t step);
+const char *nvs_dmabuf_verdict_name(uint32_t verdict);
+const char *nvs_p2p_name(uint32_t p2p);
+
+/* The loaded module's version from /sys/module/nvsidecar/version. */
+int nvs_module_version(char *buf, size_t len);
+
+/*
+ * Parsing and formatting, shared by the CLI and its unit tests. Parsers
+ * return 0 or -EINVAL / -ERANGE and accept surrounding nothing: the whole
+ * string must be consumed.
+ */
+int nvs_parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out);
+/* Decimal digits only, no sign, space or base prefix; overflow is -ERANGE. */
+int nvs_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/*
+ * A byte count: digits with an optional binary suffix K, M, G or T (also
+ * KiB, MiB, ...; a bare or trailing B is allowed), within [min, max] and a
+ * multiple of align (0 or 1: any). A value that would overflow is -ERANGE,
+ * never wrapped.
+ */
+int nvs_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t align, uint64_t *out);
+/* "0.6", "-1.25", "3" in thousandths within [min, max]; no nan, inf or exponents. */
+int nvs_parse_milli(const char *s, int64_t min, int64_t max, int64_t *out);
+/* "95", "95.5", "-3.25" °C to m°C, within [min_mc, max_mc]. */
+int nvs_parse_celsius(const char *s, int32_t min_mc, int32_t max_mc, int32_t *out);
+/* "30", "1.5", "250ms", "2s", "5m" to milliseconds, within [min_ms, max_ms]. */
+int nvs_parse_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *out);
+/* "gpu3", "3" or a bus id; resolved against gpus. -ENODEV if none matches. */
+int nvs_parse_gpu(const char *s, const struct nvs_gpu_info *gpus, size_t n,
+		  uint32_t *index);
+/* m°C as "-12.345" (exact, trailing zeros trimmed to at least one decimal). */
+char *nvs_format_mc(char *buf, size_t len, int32_t mc);
+
+/*
+ * CSV recording format (thermal --record): a header line "gpu,seq,
+ * timestamp_ns,<label>,..." over the given column labels, then one row per
+ * sample; a cell is the value in m°C, empty when the sensor was not valid
+ * or the GPU has no sensor of that label. col_of_sensor[i] is the column
+ * (0-based among the labels) of sensor i of that GPU, or -1.
+ */
+int nvs_csv_header(FILE *f, const char *const *labels, size_t nlabels);
+int nvs_csv_row(FILE *f, uint32_t gpu, const struct nvs_sample_entry *s,
+		unsigned int nsensors, const int *col_of_sensor, size_t nlabels);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBNVSIDECAR_H */
