@@ -29,7 +29,7 @@ summary() {
 import json, sys
 d = json.load(open(sys.argv[1]))
 r = {x["name"]: x["result"] for x in d["checks"]}
-g = sorted((x["name"], x["result"]) for x in d["checks"] if x["layer"] == "gpu")
+g = sorted((x["name"], x["result"]) for x in d["checks"] if x["layer"] == "gpu" and x["name"][3:].isdigit())
 print(r.get("module-loaded"), r.get("module-netlink"), " ".join(f"{n}={v}" for n, v in g))
 EOF
 }
