@@ -100,6 +100,14 @@ const struct nvs_check *nvs_doctor_first(const struct nvs_checks *c, bool strict
 
 /* ---- module ---- */
 
+/* Another network namespace than PID 1's: generic netlink families are per namespace. */
+static bool other_netns(void)
+{
+	struct stat a, b;
+
+	return !stat("/proc/self/ns/net", &a) && !stat("/proc/1/ns/net", &b) && a.st_ino != b.st_ino;
+}
+
 static struct nvs_handle *check_module(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 {
 	struct nvs_handle *h = NULL;
@@ -129,7 +137,9 @@ static struct nvs_handle *check_module(struct nvs_checks *c, const struct nvs_do
 
 		add(c, in_sysfs ? CK_FAIL : CK_SKIP, "module", "module-netlink", "generic netlink family not reachable: %s",
 		    e && *e ? e : strerror(-ret));
-		if (in_sysfs)
+		if (in_sysfs && other_netns())
+			fix(c, "This process runs in a network namespace of its own (a container?), and the module registers its family in the host's only: run doctor in the host's network namespace (e.g. hostNetwork for a node-problem-detector pod)");
+		else if (in_sysfs)
 			fix(c, "The module is loaded but its family is not: check `dmesg | grep nvsidecar' and reload it (`modprobe -r nvsidecar && modprobe nvsidecar')");
 		return NULL;
 	}
