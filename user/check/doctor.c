@@ -283,7 +283,7 @@ static void check_gpu(struct nvs_checks *c, const struct nvs_doctor_opts *o, con
 	if (over) {
 		add(c, CK_FAIL, "gpu", name, "%s %s: %s %s °C over the limit %s °C%s%s", g->busid, g->chip, over->label,
 		    nvs_format_mc(a, sizeof(a), over->mc), nvs_format_mc(b, sizeof(b), overl->mc),
-		    nover > 1 ? " (and more)" : "", hs);
+		    nover > 1 ? " (and more)" : "", over == hot ? "" : hs);
 		fix(c, "Check cooling (fans, airflow, thermal pads) and the load; the limit is `limit = %s:...' in %s or --limit",
 		    overl->sensor, NVS_DOCTOR_CONF);
 	} else if (!g->nsensors) {

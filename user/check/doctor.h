@@ -88,7 +88,10 @@ void nvs_doctor_opts_init(struct nvs_doctor_opts *o);
  * "gpu-ids", "textfile", "strict"). A limit for a sensor already limited
  * replaces it. Returns 0, -ENOENT for an unknown key, or -EINVAL with err.
  */
-int nvs_doctor_set(struct nvs_doctor_opts *o, const char *key, const char *val, char *err, size_t errlen);
+int nvs_doctor_set(struct nvs_doctor_opts *o, const char *key, const char *val, const char *shown, char *err,
+		   size_t errlen);
+/* shown: the name for messages ("--limit" or "limit"). */
+bool nvs_doctor_key_known(const char *key);
 /* Whether key takes a value (every known key but "strict"). */
 bool nvs_doctor_key_has_value(const char *key);
 /*

@@ -22,7 +22,7 @@ bool nvs_doctor_key_has_value(const char *key)
 	return strcmp(key, "strict") != 0;
 }
 
-static bool known(const char *key)
+bool nvs_doctor_key_known(const char *key)
 {
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); ++i)
 		if (!strcmp(key, keys[i]))
@@ -61,19 +61,21 @@ static bool parse_celsius(const char *s, int *mc)
 	return *mc >= -40000 && *mc <= 200000;
 }
 
-static int set_path(char *dst, size_t len, const char *key, const char *val, char *err, size_t errlen)
+static int set_path(char *dst, size_t len, const char *shown, const char *kind, const char *val, char *err,
+		    size_t errlen)
 {
 	if (!*val || strlen(val) >= len) {
-		snprintf(err, errlen, "Invalid %s: %s", key, *val ? "path too long" : "empty path");
+		snprintf(err, errlen, "Invalid %s: %s", shown, *val ? "path too long" : kind);
 		return -EINVAL;
 	}
 	snprintf(dst, len, "%s", val);
 	return 0;
 }
 
-int nvs_doctor_set(struct nvs_doctor_opts *o, const char *key, const char *val, char *err, size_t errlen)
+int nvs_doctor_set(struct nvs_doctor_opts *o, const char *key, const char *val, const char *shown, char *err,
+		   size_t errlen)
 {
-	if (!known(key)) {
+	if (!nvs_doctor_key_known(key)) {
 		snprintf(err, errlen, "Unknown setting `%s' (doctor.conf keys are the long options: expect-gpus, limit, driver-version, patched, nvml, lib, gpu-ids, textfile, strict)",
 			 key);
 		return -ENOENT;
@@ -85,7 +87,7 @@ int nvs_doctor_set(struct nvs_doctor_opts *o, const char *key, const char *val, 
 		long n = strtol(val, &end, 10);
 
 		if (!isdigit((unsigned char)*val) || *end || n > 64) {
-			snprintf(err, errlen, "Invalid expect-gpus `%s': a number of GPUs, 0 to 64", val);
+			snprintf(err, errlen, "Invalid %s `%s': a number of GPUs, 0 to 64", shown, val);
 			return -EINVAL;
 		}
 		o->expect_gpus = (int)n;
@@ -96,8 +98,8 @@ int nvs_doctor_set(struct nvs_doctor_opts *o, const char *key, const char *val, 
 
 		if (!colon || colon == val || (size_t)(colon - val) >= sizeof(l.sensor) ||
 		    !parse_celsius(colon + 1, &l.mc)) {
-			snprintf(err, errlen, "Invalid limit `%s': SENSOR:CELSIUS, e.g. hotspot:100 or mem*:95.5 (-40 to 200 °C)",
-				 val);
+			snprintf(err, errlen, "Invalid %s `%s': SENSOR:CELSIUS, e.g. hotspot:100 or mem*:95.5 (-40 to 200 °C)",
+				 shown, val);
 			return -EINVAL;
 		}
 		snprintf(l.sensor, sizeof(l.sensor), "%.*s", (int)(colon - val), val);
@@ -119,23 +121,23 @@ int nvs_doctor_set(struct nvs_doctor_opts *o, const char *key, const char *val, 
 	} else if (!strcmp(key, "driver-version")) {
 		if (!*val || strlen(val) >= sizeof(o->driver_version) || strspn(val, "0123456789.") != strlen(val) ||
 		    !strchr(val, '.')) {
-			snprintf(err, errlen, "Invalid driver-version `%s': the NVIDIA driver's, e.g. 575.64.03", val);
+			snprintf(err, errlen, "Invalid %s `%s': the NVIDIA driver's, e.g. 575.64.03", shown, val);
 			return -EINVAL;
 		}
 		snprintf(o->driver_version, sizeof(o->driver_version), "%s", val);
 	} else if (!strcmp(key, "patched")) {
-		return set_path(o->patched, sizeof(o->patched), key, val, err, errlen);
+		return set_path(o->patched, sizeof(o->patched), shown, "empty directory name", val, err, errlen);
 	} else if (!strcmp(key, "nvml")) {
-		return set_path(o->nvml, sizeof(o->nvml), key, val, err, errlen);
+		return set_path(o->nvml, sizeof(o->nvml), shown, "empty file name", val, err, errlen);
 	} else if (!strcmp(key, "lib")) {
-		return set_path(o->lib, sizeof(o->lib), key, val, err, errlen);
+		return set_path(o->lib, sizeof(o->lib), shown, "empty file name", val, err, errlen);
 	} else if (!strcmp(key, "textfile")) {
-		return set_path(o->textfile, sizeof(o->textfile), key, val, err, errlen);
+		return set_path(o->textfile, sizeof(o->textfile), shown, "empty file or directory name", val, err, errlen);
 	} else if (!strcmp(key, "gpu-ids")) {
 		int n = nvs_pci_parse_ids(val, o->ids, sizeof(o->ids) / sizeof(o->ids[0]));
 
 		if (n < 0) {
-			snprintf(err, errlen, "Invalid gpu-ids (expected VID:DID[,VID:DID...]): `%s'", val);
+			snprintf(err, errlen, "Invalid %s (expected VID:DID[,VID:DID...]): `%s'", shown, val);
 			return -EINVAL;
 		}
 		o->nids = (size_t)n;
@@ -145,7 +147,7 @@ int nvs_doctor_set(struct nvs_doctor_opts *o, const char *key, const char *val, 
 		} else if (!strcmp(val, "no") || !strcmp(val, "false") || !strcmp(val, "0")) {
 			o->strict = false;
 		} else {
-			snprintf(err, errlen, "Invalid strict `%s': yes or no", val);
+			snprintf(err, errlen, "Invalid %s `%s': yes or no", shown, val);
 			return -EINVAL;
 		}
 	}
@@ -199,7 +201,7 @@ int nvs_doctor_conf_load(struct nvs_doctor_opts *o, const char *path, char *err,
 		*eq = 0;
 		v = trim(eq + 1);
 		k = trim(k);
-		if (nvs_doctor_set(o, k, v, e, sizeof(e))) {
+		if (nvs_doctor_set(o, k, v, k, e, sizeof(e))) {
 			snprintf(err, errlen, "%s:%u: %s", path, no, e);
 			fclose(f);
 			return -EINVAL;

@@ -301,7 +301,15 @@ static void cache_put(const struct nvs_doctor_opts *o, const char *img, const st
 	nvs_doctor_path(o, INITRAMFS_CACHE, p, sizeof(p));
 	snprintf(dir, sizeof(dir), "%s", p);
 	*strrchr(dir, '/') = 0;
-	mkdir(dir, 0755);
+	/* mkdir -p: /run/nvsidecar is gone after a reboot */
+	for (char *s = strchr(dir + 1, '/');; s = strchr(s + 1, '/')) {
+		if (s)
+			*s = 0;
+		mkdir(dir, 0755);
+		if (!s)
+			break;
+		*s = '/';
+	}
 	n = snprintf(buf, sizeof(buf), "%s %s %llu %llu %s %s\n", k->found ? "found" : "none", img,
 		     (unsigned long long)st->st_size,
 		     (unsigned long long)st->st_mtim.tv_sec * 1000000000ull + (unsigned long long)st->st_mtim.tv_nsec,

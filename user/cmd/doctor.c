@@ -121,6 +121,8 @@ static void usage(FILE *f, const char *prog)
 		"  topology  the `nvsidecar topo' findings (Resizable BAR, ACS, link, IOMMU)\n"
 		"  full      with --full: short verified P2P copies and an RDMA loopback\n"
 		"A layer that cannot run is skipped with the reason; the others still run.\n"
+		"Slurm's HealthCheckProgram is nvsidecar-healthcheck, which runs\n"
+		"`doctor --quick --brief' and drains the node itself (nvsidecar(8)).\n"
 		"\n"
 		"  --quick           only the module's state (module, gpu): no GPU register,\n"
 		"                    NVML, libcuda or PCI access; well under a second\n"
@@ -208,7 +210,7 @@ int doctor_main(int argc, const char *argv[])
 				return out_usage(argv[0], "Missing value for `%s'", a);
 			}
 			o->pci_dump = argv[++i];
-		} else if (!strncmp(a, "--", 2) && a[2]) {
+		} else if (!strncmp(a, "--", 2) && nvs_doctor_key_known(a + 2)) {
 			const char *key = a + 2;
 			const char *val = NULL;
 
@@ -219,11 +221,7 @@ int doctor_main(int argc, const char *argv[])
 				}
 				val = argv[++i];
 			}
-			ret = nvs_doctor_set(o, key, val, err, sizeof(err));
-			if (ret == -ENOENT) {
-				free(o);
-				return out_usage(argv[0], "Invalid argument: `%s'", a);
-			}
+			ret = nvs_doctor_set(o, key, val, a, err, sizeof(err));
 			if (ret) {
 				free(o);
 				return out_usage(argv[0], "%s", err);
