@@ -31,6 +31,18 @@ clean-module:
 user:
 	$(MAKE) -C user
 
+# What a change must pass before review, in a few minutes and without a VM:
+# the helper built with warnings as errors and its unit tests under the
+# sanitizers, checkpatch over kmod/, user/ and tests/unit/ (scripts/style.sh),
+# and the module for KVER built with W=1, warnings as errors, and sparse.
+CHECK_O := $(abspath $(BUILD))/check
+check:
+	$(MAKE) -C user O=$(CHECK_O)/user WERROR=1
+	$(MAKE) -C user O=$(CHECK_O)/user-asan WERROR=1 ASAN=1 check
+	scripts/style.sh
+	$(MAKE) module W=1 KCFLAGS=-Werror MODDIR=$(CHECK_O)/kmod-$(KVER) \
+		$(if $(shell command -v sparse),C=2 CHECK="sparse -Wsparse-error")
+
 test:
 	scripts/deps.sh
 	$(MAKE) user
@@ -56,4 +68,4 @@ clean:
 # install, uninstall, dkms-install, dkms-uninstall, deb and rpm
 -include scripts/install.mk
 
-.PHONY: all module clean-module user test demo bench deps clean
+.PHONY: all module clean-module user check test demo bench deps clean

@@ -97,6 +97,8 @@ else
 	else
 		t_pass cli-nomodule-record-leftover
 	fi
+	# a 250-byte file name: the temporary file must not need a longer one
+	expect cli-nomodule-record-long-name 3 "$nomod" thermal --record "$work/rec/$(printf 'r%.0s' {1..250})" --duration 1
 fi
 
 # --- bad arguments: all refused before the kernel is asked (exit 2) -------
@@ -164,6 +166,77 @@ else
 	t_skip cli-record-unwritable "needs root and setpriv to try as an unprivileged user"
 fi
 
+# --- output targets: regular files or -, never a device or a directory ----
+# (before the module is asked: these fail the same with and without it)
+expect cli-record-dev-null 2 '`/dev/null'"'"' is a character device, not a regular file' \
+	thermal --record /dev/null --duration 1
+[[ -c /dev/null ]] && t_pass cli-record-dev-null-intact || t_fail cli-record-dev-null-intact "/dev/null is no longer a device"
+mkdir -p "$work/recdir"
+expect cli-record-directory 2 'is a directory' thermal --record "$work/recdir" --duration 1
+expect cli-record-trailing-slash 2 'names a directory' thermal --record "$work/recdir/" --duration 1
+ln -s /dev/null "$work/null-link"
+expect cli-record-link-to-device 2 'is a character device' thermal --record "$work/null-link" --duration 1
+[[ -L $work/null-link ]] && t_pass cli-record-link-intact || t_fail cli-record-link-intact "the symlink was replaced"
+mkfifo "$work/rec.fifo"
+expect cli-record-fifo 2 'is a FIFO' thermal --record "$work/rec.fifo" --duration 1
+if [[ ! -d /sys/module/nvsidecar ]]; then
+	(cd "$work/recdir" && "$bin" thermal --record - --duration 1 >/dev/null 2>&1)
+	[[ -z $(ls -A "$work/recdir") ]] && t_pass cli-record-dash-is-stdout ||
+		t_fail cli-record-dash-is-stdout "a file appeared: $(ls -A "$work/recdir")"
+else
+	t_skip cli-record-dash-is-stdout "the nvsidecar module is loaded on this host"
+fi
+
+# --- arguments checked before the module is asked (exit 2, not 3) ---------
+expect cli-thermal-gpu-negative 2 'Invalid --gpu' thermal --gpu -1
+expect cli-thermal-gpu-bad-bdf 2 'Invalid --gpu' thermal --gpu 0000:zz:00.0
+expect cli-thermal-interval-no-watch 2 'only applies to --watch' thermal --interval 5
+expect cli-events-gpu-bad 2 'Invalid --gpu' events --gpu gpuX
+expect cli-set-gpu-bad 2 'Invalid GPU' set gpu-1 reset-peaks
+expect cli-dmabuf-importer-bad 2 'Invalid --importer' dmabuf probe --importer zz --fd 0
+expect cli-dmabuf-size-overflow 2 'Invalid size' dmabuf probe --gpu 0 --size 17179869185G
+expect cli-usage-short 2 "Try \`.*thermal --help'" thermal --celsius
+if (($(wc -l <"$work/out") <= 3)); then t_pass cli-usage-no-full-help; else t_fail cli-usage-no-full-help "$(wc -l <"$work/out") lines"; fi
+
+# --- every --json failure is one JSON document {"ok":false,"exit":N,"error"} --
+# jexpect NAME RC ARGS...: exit RC and, on stdout, exactly that document
+jexpect() {
+	local name=$1 rc=$2 got
+	shift 2
+	"$bin" "$@" >"$work/out" 2>"$work/err"
+	got=$?
+	if ! sanitizer_clean "$work/err"; then
+		t_fail "$name" "sanitizer: $(grep -m1 -E 'ERROR|runtime error' "$work/err")"
+	elif ((got != rc)); then
+		t_fail "$name" "exit $got, want $rc: $(head -c 300 "$work/err" | tr '\n' ' ')"
+	elif python3 -c '
+import json, sys
+d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
+assert d["ok"] is False and d["exit"] == int(sys.argv[2]) and isinstance(d["error"], str) and d["error"], d
+' "$work/out" "$rc" 2>"$work/py"; then
+		t_pass "$name"
+	else
+		t_fail "$name" "stdout is not the error document: $(head -c 200 "$work/out") $(tail -n 1 "$work/py")"
+	fi
+}
+if [[ ! -d /sys/module/nvsidecar ]]; then
+	jexpect cli-json-status 3 status --json
+	jexpect cli-json-thermal 3 thermal --json
+	jexpect cli-json-events 3 events --json --timeout 1
+	jexpect cli-json-dmabuf 3 dmabuf probe --json --importer 0000:00:00.0 --fd 0
+else
+	for t in status thermal events dmabuf; do t_skip "cli-json-$t" "the nvsidecar module is loaded on this host"; done
+fi
+jexpect cli-json-usage-status 2 status --json --frob
+jexpect cli-json-usage-set 2 set --json
+jexpect cli-json-usage-thermal 2 thermal --json --dump
+jexpect cli-json-usage-dispatcher 2 frobnicate --json
+jexpect cli-json-usage-doctor 2 doctor --json --frobnicate
+jexpect cli-json-topo 2 topo --json --pci-dump "$work/none.dump"
+jexpect cli-json-nccl 2 nccl-check --json "$work/none.log"
+jexpect cli-json-libcuda 2 libcuda status --json --lib "$work/none.so"
+jexpect cli-json-rdma-usage 2 rdma --json --loopback --sizes 17179869185G
+
 # --- unit tests of the pure functions and the formatters ------------------
 cc_unit() {
 	local out=$1
@@ -183,6 +256,16 @@ if cc_unit cli-util "$NVS_TOP/tests/unit/cli-util.c"; then
 		t_pass cli-unit-parse-format
 	else
 		t_fail cli-unit-parse-format "$(grep -m3 -E 'FAIL|ERROR|runtime' "$work/out" | tr '\n' ' ')"
+	fi
+fi
+
+if cc_unit cli-io "$NVS_TOP/tests/unit/cli-io.c"; then
+	"$unit/cli-io" >"$work/out" 2>&1
+	rc=$?
+	if ((rc == 0)) && sanitizer_clean "$work/out"; then
+		t_pass cli-unit-io-text
+	else
+		t_fail cli-unit-io-text "$(grep -m3 -E 'FAIL|ERROR|runtime' "$work/out" | tr '\n' ' ')"
 	fi
 fi
 
@@ -293,6 +376,69 @@ else
 	grep -qx -- --timeout <<<"$(complete_words nvsidecar events --t)" || ok=0
 	[[ -z $(complete_words nvsidecar thermal --duration '') ]] || ok=0
 	if ((ok)); then t_pass cli-completion; else t_fail cli-completion "missing subcommands or options"; fi
+
+	# Every subcommand of the dispatcher, and every option its --help lists
+	# (for libcuda and dmabuf, of each action), is completed.
+	# help_opts ARGS...: the options a --help lists (usage lines, option lines).
+	help_opts() {
+		"$bin" "$@" --help 2>/dev/null | python3 -c '
+import re, sys
+opts = set()
+for line in sys.stdin:
+    if line.startswith("Usage:") or re.match(r"^ +\[", line) or re.match(r"^ +(\w+ )+\[", line):
+        opts.update(re.findall(r"--[a-z][a-z-]*", line))
+    else:
+        m = re.match(r"^ +(--[a-z][a-z-]*)", line)
+        if m:
+            opts.add(m.group(1))
+print("\n".join(sorted(opts)))'
+	}
+	missing= nopts=0
+	subs=$(complete_words nvsidecar '')
+	for sub in $(sed -n 's/^\t{ "\([a-z0-9-]*\)", .*/\1/p' "$NVS_TOP/user/cmd/nvsidecar.c"); do
+		grep -qx -- "$sub" <<<"$subs" || missing+=" $sub"
+		case $sub in
+		libcuda) acts="status patch verify restore env" ;;
+		dmabuf) acts="probe" ;;
+		*) acts="" ;;
+		esac
+		for act in ${acts:--}; do
+			[[ $act == - ]] && act=
+			# shellcheck disable=SC2086 # no action is no word
+			offered=$(complete_words nvsidecar "$sub" $act --)
+			# shellcheck disable=SC2086
+			for o in $(help_opts "$sub" $act); do
+				nopts=$((nopts + 1))
+				grep -qx -- "$o" <<<"$offered" || missing+=" $sub${act:+ $act}:$o"
+			done
+		done
+	done
+	if [[ -z $missing ]] && ((nopts > 60)); then
+		t_pass cli-completion-every-option
+	else
+		t_fail cli-completion-every-option "$nopts options in the --help texts; not completed:$missing"
+	fi
+
+	# File and directory names where a path is expected.
+	mkdir -p "$work/comp/dir-a"
+	: >"$work/comp/nccl-run1.log"
+	ok=1
+	for words in "nccl-check $work/comp/nccl" "nccl-check --json $work/comp/nccl" "topo --pci-dump $work/comp/nc" \
+		"p2p --nccl-log $work/comp/nc" "thermal --record $work/comp/nc" "doctor --pci-dump $work/comp/nc" \
+		"libcuda status --lib $work/comp/nc"; do
+		# shellcheck disable=SC2086 # the words are the point
+		grep -qx "$work/comp/nccl-run1.log" <<<"$(complete_words nvsidecar $words)" || { ok=0; bad="$words"; }
+	done
+	grep -qx "$work/comp/dir-a" <<<"$(complete_words nvsidecar libcuda patch --out "$work/comp/d")" || { ok=0; bad=--out; }
+	grep -qx -- "p2p,gdr" <<<"$(complete_words nvsidecar nccl-check --expect p2p,g)" || { ok=0; bad=--expect; }
+	grep -qx dma-heap <<<"$(complete_words nvsidecar dmabuf probe --source d)" || { ok=0; bad=--source; }
+	if ((ok)); then t_pass cli-completion-files; else t_fail cli-completion-files "no file names for: ${bad:-}"; fi
+	# bash falls back to file names where the function has nothing to offer
+	if bash -c '. "$1"; complete -p nvsidecar' _ "$comp" | grep -q -- '-o default'; then
+		t_pass cli-completion-default-files
+	else
+		t_fail cli-completion-default-files "complete -p lacks -o default"
+	fi
 fi
 
 # --- the same CLI cases under valgrind -------------------------------------

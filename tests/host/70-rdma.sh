@@ -79,6 +79,9 @@ expect rdma-bad-port 2 "Port is not 1..65535: \`70000'" --server --port 70000
 expect rdma-bad-iters 2 "Iterations are not" --loopback --iters 0
 expect rdma-bad-timeout 2 "takes seconds" --loopback --timeout 1s
 expect rdma-bad-op 2 "Operation is write, read or both: \`copy'" --loopback --op copy
+expect rdma-wait-not-server 2 "--wait is for --server" --loopback --wait 5
+expect rdma-sizes-overflow 2 "Sizes are a comma-separated list" --loopback --sizes 17179869185G
+expect rdma-buffer-overflow 2 "Buffer size is not" --loopback --buffer 17179869185G
 expect rdma-unknown-option 2 "Unknown option: \`--fast'" --loopback --fast
 
 # No RDMA device on this host (skipped where one exists).

@@ -55,7 +55,7 @@ static __attribute__((unused)) void fake_gpus(struct nvs_gpu_info *g)
 }
 
 #ifdef FMT_EVENTS
-static void fake_events(bool as_json)
+static void fake_events(void)
 {
 	struct nvs_event_info ev = { .type = NVS_EVENT_THRESHOLD_CROSSED, .ts_ns = 12345678901234ULL,
 				     .has_gpu = true, .gpu = 0, .busid = "0000:03:00.0",
@@ -68,11 +68,11 @@ static void fake_events(bool as_json)
 	ev.sensor.has_max = true;
 	ev.sensor.max = 95000;
 	ev.sensor.alarm = true;
-	print_event(&ev, as_json);
+	show_event(&ev);
 	ev.type = NVS_EVENT_THRESHOLD_CLEARED;
 	ev.sensor.mc = 94000;
 	ev.sensor.alarm = false;
-	print_event(&ev, as_json);
+	show_event(&ev);
 	memset(&ev, 0, sizeof(ev));
 	ev.type = NVS_EVENT_STATUS_CHANGED;
 	ev.has_gpu = true;
@@ -80,10 +80,10 @@ static void fake_events(bool as_json)
 	ev.has_status = true;
 	ev.status = NVS_STATUS_NO_DRIVER;
 	snprintf(ev.reason, sizeof(ev.reason), "quote \" backslash \\");
-	print_event(&ev, as_json);
+	show_event(&ev);
 	memset(&ev, 0, sizeof(ev));
 	ev.type = 99;	/* from a newer module */
-	print_event(&ev, as_json);
+	show_event(&ev);
 }
 #endif
 
@@ -94,27 +94,26 @@ int main(int argc, char **argv)
 
 	fake_gpus(g);
 	setenv("NO_COLOR", "1", 1);
+	out_set_json(!strcmp(m, "json"));
 #if defined(FMT_THERMAL)
-	if (!strcmp(m, "json"))
-		print_json(g, 2);
-	else if (!strcmp(m, "dump"))
+	if (!strcmp(m, "dump")) {
 		print_dump(g, 2);
-	else if (!strcmp(m, "table"))
-		print_table(g, 2, true, false, "\n");
-	else
+	} else if (!strcmp(m, "json") || !strcmp(m, "table")) {
+		out_begin(true);
+		show(g, 2, true, "\n");
+	} else {
 		return 2;
+	}
 #elif defined(FMT_STATUS)
-	if (!strcmp(m, "json"))
-		print_json("0.1.0", 1, g, 2);
-	else if (!strcmp(m, "human"))
-		print_human("0.1.0", 1, g, 2);
-	else
+	if (strcmp(m, "json") && strcmp(m, "human"))
 		return 2;
+	out_begin(true);
+	show("0.1.0", 1, g, 2);
 #else
 	if (!strcmp(m, "json") || !strcmp(m, "human"))
-		fake_events(!strcmp(m, "json"));
+		fake_events();
 	else
 		return 2;
 #endif
-	return fflush(stdout) ? 1 : 0;
+	return out_end() ? 1 : 0;
 }

@@ -46,6 +46,53 @@ static void u32_cases(void)
 	}
 }
 
+static void u64_size_milli_cases(void)
+{
+	static const struct { const char *s; uint64_t min, max, align; int ret; uint64_t v; } z[] = {
+		{ "4096", 1, UINT64_MAX, 0, 0, 4096 }, { "4K", 1, UINT64_MAX, 0, 0, 4096 },
+		{ "4KiB", 1, UINT64_MAX, 0, 0, 4096 }, { "4KB", 1, UINT64_MAX, 0, 0, 4096 },
+		{ "2m", 1, UINT64_MAX, 0, 0, 2 << 20 }, { "1G", 1, UINT64_MAX, 0, 0, 1ULL << 30 },
+		{ "1T", 1, UINT64_MAX, 0, 0, 1ULL << 40 }, { "10B", 1, UINT64_MAX, 0, 0, 10 },
+		/* 2^34 + 1 GiB used to wrap to 1 GiB */
+		{ "17179869185G", 1, UINT64_MAX, 0, -ERANGE, 0 },
+		{ "16777216T", 1, UINT64_MAX, 0, -ERANGE, 0 }, { "16777215T", 1, UINT64_MAX, 0, 0, 16777215ULL << 40 },
+		{ "99999999999999999999999", 1, UINT64_MAX, 0, -ERANGE, 0 },
+		{ "0", 1, UINT64_MAX, 0, -ERANGE, 0 }, { "3", 1, UINT64_MAX, 4096, -ERANGE, 0 },
+		{ "8K", 1, UINT64_MAX, 4096, 0, 8192 }, { "-4096", 1, UINT64_MAX, 0, -EINVAL, 0 },
+		{ "4096x", 1, UINT64_MAX, 0, -EINVAL, 0 }, { "4iB", 1, UINT64_MAX, 0, -EINVAL, 0 },
+		{ "", 1, UINT64_MAX, 0, -EINVAL, 0 }, { " 4K", 1, UINT64_MAX, 0, -EINVAL, 0 },
+		{ "0x10", 1, UINT64_MAX, 0, -EINVAL, 0 }, { "65G", 4, 64ULL << 30, 0, -ERANGE, 0 },
+	};
+	static const struct { const char *s; int ret; int64_t v; } m[] = {
+		{ "0.6", 0, 600 }, { "1", 0, 1000 }, { ".5", 0, 500 }, { "0.001", 0, 1 },
+		{ "nan", -EINVAL, 0 }, { "inf", -EINVAL, 0 }, { "1e-1", -EINVAL, 0 },
+		{ "0x1p-1", -EINVAL, 0 }, { "0", -ERANGE, 0 }, { "1.001", -ERANGE, 0 }, { "", -EINVAL, 0 },
+	};
+	uint64_t v;
+
+	CHECK(!nvs_parse_u64("010", 0, 100, &v) && v == 10, "parse_u64(\"010\") is not ten: %llu",
+	      (unsigned long long)v);
+	CHECK(nvs_parse_u64("18446744073709551616", 0, UINT64_MAX, &v) == -ERANGE, "parse_u64 wraps");
+	CHECK(!nvs_parse_u64("18446744073709551615", 0, UINT64_MAX, &v) && v == UINT64_MAX, "parse_u64 max");
+	for (size_t i = 0; i < sizeof(z) / sizeof(z[0]); ++i) {
+		int r;
+
+		v = 12345;
+		r = nvs_parse_size(z[i].s, z[i].min, z[i].max, z[i].align, &v);
+		CHECK(r == z[i].ret, "parse_size(\"%s\") = %d, want %d", z[i].s, r, z[i].ret);
+		CHECK(r || v == z[i].v, "parse_size(\"%s\") gave %llu, want %llu", z[i].s,
+		      (unsigned long long)v, (unsigned long long)z[i].v);
+	}
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); ++i) {
+		int64_t w = 12345;
+		int r = nvs_parse_milli(m[i].s, 1, 1000, &w);
+
+		CHECK(r == m[i].ret, "parse_milli(\"%s\") = %d, want %d", m[i].s, r, m[i].ret);
+		CHECK(r || w == m[i].v, "parse_milli(\"%s\") gave %lld, want %lld", m[i].s, (long long)w,
+		      (long long)m[i].v);
+	}
+}
+
 static void celsius_cases(void)
 {
 	static const struct { const char *s; int ret; int32_t v; } c[] = {
@@ -164,6 +211,7 @@ static void name_cases(void)
 int main(void)
 {
 	u32_cases();
+	u64_size_milli_cases();
 	celsius_cases();
 	duration_cases();
 	gpu_cases();

@@ -166,7 +166,7 @@ exec 3<&-
 kill "$spid" 2>/dev/null
 "$NVS_BIN" dmabuf probe --importer nonsense --fd 0 >/tmp/o 2>&1
 rc=$?
-((rc == 1)) && grep -q 'PCI bus id' /tmp/o && t_pass cli-bad-importer || t_fail cli-bad-importer "exit $rc: $(tr '\n' ' ' </tmp/o)"
+((rc == 2)) && grep -q 'PCI bus id' /tmp/o && t_pass cli-bad-importer || t_fail cli-bad-importer "exit $rc: $(tr '\n' ' ' </tmp/o)"
 for bad in "--size 3" "--size -4096" "--size 4096x" "--source nfs" "--fd -1" "--fd 1x" "--json --dump --fd 0 --gpu 0" ""; do
 	# shellcheck disable=SC2086 # word splitting is the point
 	"$NVS_BIN" dmabuf probe $bad >/tmp/o 2>&1

@@ -61,14 +61,12 @@ int nvs_ladder_reached(const struct nvs_ladder *l)
 
 const char *nvs_ladder_state_str(enum nvs_ladder_state s)
 {
-	switch (s) {
-	case NVS_LADDER_PASS: return "pass";
-	case NVS_LADDER_WARN: return "warn";
-	case NVS_LADDER_FAIL: return "fail";
-	case NVS_LADDER_NA: return "n/a";
-	case NVS_LADDER_NOT_RUN: break;
-	}
-	return "not run";
+	static const char *const names[] = {
+		[NVS_LADDER_NOT_RUN] = "not run", [NVS_LADDER_PASS] = "pass", [NVS_LADDER_WARN] = "warn",
+		[NVS_LADDER_FAIL] = "fail", [NVS_LADDER_NA] = "n/a",
+	};
+
+	return (unsigned int)s < sizeof(names) / sizeof(names[0]) ? names[s] : "not run";
 }
 
 const char *nvs_ladder_title(int level)

@@ -2,17 +2,19 @@
 /*
  * The NCCL log reader behind `nccl-check', `p2p' level 3 and `doctor': did
  * NCCL really use P2P, GPUDirect RDMA and DMA-BUF? Reads NCCL_DEBUG=INFO
- * output, tolerating interleaved multi-node logs (host:pid:tid [dev]
- * prefixes) and logs cut short. Nothing here prints.
+ * output as NCCL's src/debug.cc writes it ("host:pid:tid [dev] NCCL INFO",
+ * WARN with "file:line" and, from 2.26, a timestamp), whatever a launcher
+ * put in front, tolerating interleaved multi-node logs and logs cut short.
+ * Nothing here prints.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "check/nccl.h"
+#include "common/io.h"
 
 static const char *const tnames[NVS_NCCL__COUNT] = {
 	[NVS_NCCL_P2P_DIRECT] = "P2P/direct pointer",
@@ -20,10 +22,8 @@ static const char *const tnames[NVS_NCCL__COUNT] = {
 	[NVS_NCCL_P2P_CUMEM] = "P2P/CUMEM",
 	[NVS_NCCL_P2P_OTHER] = "P2P (other)",
 	[NVS_NCCL_SHM] = "SHM",
-	[NVS_NCCL_NET_IB_GDR] = "NET/IB with GDRDMA",
-	[NVS_NCCL_NET_IB] = "NET/IB without GDR",
-	[NVS_NCCL_NET_SOCKET] = "NET/Socket",
-	[NVS_NCCL_NET_OTHER] = "NET (other)",
+	[NVS_NCCL_NET_GDR] = "NET with GDRDMA",
+	[NVS_NCCL_NET] = "NET without GDR",
 	[NVS_NCCL_OTHER] = "other",
 };
 
@@ -39,272 +39,462 @@ bool nvs_nccl_is_p2p(enum nvs_nccl_transport t)
 
 bool nvs_nccl_is_net(enum nvs_nccl_transport t)
 {
-	return t >= NVS_NCCL_NET_IB_GDR && t <= NVS_NCCL_NET_OTHER;
+	return t == NVS_NCCL_NET_GDR || t == NVS_NCCL_NET;
 }
 
-/* Log text that explains a fallback, and what it means for the admin. */
+/*
+ * Log text that explains a fallback, and what it means for the admin.
+ * Messages are NCCL's (transport/net_ib.cc, graph/paths.cc, misc/param.cc);
+ * inter_node marks advice about networks, which a single-node run does
+ * not need.
+ */
 static const struct {
 	const char *match;
+	bool inter_node;
 	const char *explain;
 } explain[] = {
-	{ "No device found",
+	{ "NET/IB : No device found", true,
 	  "NCCL found no usable InfiniBand/RoCE device and falls back to TCP sockets: check `ibv_devinfo', the port state and NCCL_IB_HCA" },
-	{ "Using network Socket",
+	{ "Using network Socket", true,
 	  "Inter-node traffic goes over TCP sockets: no RDMA, so no GPUDirect RDMA" },
-	{ "GPU Direct RDMA Disabled",
+	{ "GPU Direct RDMA Disabled", true,
 	  "NCCL stages network traffic through host memory: the GPU-memory registration path (dma-buf or nvidia-peermem) is missing, or the GPU-NIC distance exceeds NCCL_NET_GDR_LEVEL; see `nvsidecar topo' and `nvsidecar libcuda status'" },
-	{ "P2P is disabled",
+	{ "P2P is disabled", false,
 	  "NCCL will not use peer access between these GPUs (beyond NCCL_P2P_LEVEL, or the driver reports no P2P): traffic goes through host shared memory" },
-	{ "P2P disabled",
-	  "NCCL will not use peer access between these GPUs: traffic goes through host shared memory" },
-	{ "NCCL_P2P_DISABLE set",
+	{ "NCCL_P2P_DISABLE set", false,
 	  "Peer-to-peer was switched off through the environment" },
-	{ "NCCL_P2P_LEVEL set",
-	  "The P2P distance limit was forced; SYS lets NCCL use P2P across sockets, which can be slower than its default choice" },
-	{ "NCCL_IB_DISABLE set",
+	{ "NCCL_P2P_LEVEL set", false,
+	  "The P2P distance limit was forced (NCCL before 2.23 also prints this for NCCL_P2P_DISABLE=1, as level LOC); SYS lets NCCL use P2P across sockets, which can be slower than its default choice" },
+	{ "NCCL_IB_DISABLE set", true,
 	  "RDMA was switched off through the environment: NCCL uses sockets" },
-	{ "NCCL_NET_GDR_LEVEL set",
+	{ "NCCL_NET_GDR_LEVEL set", true,
 	  "The GPU-NIC distance allowed for GPUDirect RDMA was forced" },
-	{ "NCCL_DMABUF_ENABLE set",
+	{ "NCCL_DMABUF_ENABLE set", true,
 	  "DMA-BUF registration was forced on or off through the environment" },
-	{ "NCCL_SHM_DISABLE set",
+	{ "NCCL_SHM_DISABLE set", false,
 	  "Shared memory was switched off: without P2P, intra-node traffic uses the network" },
-	{ "Cuda failure",
+	{ "Cuda failure", false,
 	  "A CUDA call failed inside NCCL; check `nvsidecar p2p' for the same pair" },
-	{ "peer access",
+	{ "peer access", false,
 	  "CUDA refused peer access: the driver lacks P2P support for these GPUs, or ACS/IOMMU blocks it (`nvsidecar topo')" },
-	{ "DMA-BUF is not",
-	  "This GPU cannot export dma-bufs (GeForce libcuda gate): NCCL cannot register GPU memory through dma-buf" },
-	{ "ibv_reg_dmabuf_mr",
-	  "Registering a dma-buf memory region failed: the NIC driver, kernel or GPU driver lacks dma-buf support" },
+	{ "ibv_reg_dmabuf_mr", true,
+	  "Registering a dma-buf memory region failed: the NIC driver, kernel or GPU driver lacks dma-buf support (on GeForce, libcuda's gate: `nvsidecar libcuda status')" },
 };
 
-static const char *explain_for(const char *msg)
+static int explain_for(const char *msg)
 {
 	for (size_t i = 0; i < sizeof(explain) / sizeof(explain[0]); ++i)
 		if (strstr(msg, explain[i].match))
-			return explain[i].explain;
-	return NULL;
+			return (int)i;
+	return -1;
 }
 
 void nvs_nccl_init(struct nvs_nccl_log *log)
 {
 	memset(log, 0, sizeof(*log));
 	log->all_direct_p2p = -1;
+	log->nnodes = -1;
 }
 
 void nvs_nccl_free(struct nvs_nccl_log *log)
 {
 	free(log->conns);
+	free(log->conn_hash);
 	free(log->notes);
-	free(log->dmabuf);
+	free(log->dmabuf_avail.v);
+	free(log->dmabuf_used.v);
+	free(log->dmabuf_failed.v);
+	free(log->hosts.v);
 	nvs_nccl_init(log);
 }
 
-static void *grow(void *v, size_t *cap, size_t n, size_t size)
+/* Room for one more of size bytes, within max; -ENOMEM or -E2BIG. */
+static int grow(void **v, size_t *cap, size_t n, size_t size, size_t max)
 {
+	size_t ncap;
 	void *nv;
 
 	if (n < *cap)
-		return v;
-	nv = realloc(v, (*cap ? *cap * 2 : 16) * size);
-	if (nv)
-		*cap = *cap ? *cap * 2 : 16;
-	return nv;
+		return 0;
+	if (n >= max)
+		return -E2BIG;
+	ncap = *cap ? *cap * 2 : 16;
+	if (ncap > max)
+		ncap = max;
+	nv = realloc(*v, ncap * size);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = ncap;
+	return 0;
 }
 
-static enum nvs_nccl_transport classify(const char *via, bool *gdr)
+static int gpu_add(struct nvs_nccl_gpus *g, const char *host, int dev)
 {
-	*gdr = strstr(via, "GDRDMA") || strstr(via, "/GDR");
-	if (!strncmp(via, "P2P/direct pointer", 18))
-		return NVS_NCCL_P2P_DIRECT;
-	if (!strncmp(via, "P2P/IPC", 7))
-		return NVS_NCCL_P2P_IPC;
-	if (!strncmp(via, "P2P/CUMEM", 9))
-		return NVS_NCCL_P2P_CUMEM;
-	if (!strncmp(via, "P2P", 3))
-		return NVS_NCCL_P2P_OTHER;
-	if (!strncmp(via, "SHM", 3))
-		return NVS_NCCL_SHM;
-	if (!strncmp(via, "NET/IB", 6))
-		return *gdr ? NVS_NCCL_NET_IB_GDR : NVS_NCCL_NET_IB;
-	if (!strncmp(via, "NET/Socket", 10))
-		return NVS_NCCL_NET_SOCKET;
-	if (!strncmp(via, "NET", 3))
-		return NVS_NCCL_NET_OTHER;
-	return NVS_NCCL_OTHER;
+	int ret;
+
+	for (size_t i = 0; i < g->n; ++i)
+		if (g->v[i].dev == dev && !strcmp(g->v[i].host, host))
+			return 0;
+	ret = grow((void **)&g->v, &g->cap, g->n, sizeof(*g->v), NVS_NCCL_MAX_GPUS);
+	if (ret == -E2BIG)
+		return 0;	/* more GPUs than any cluster: the rest are not listed */
+	if (ret)
+		return ret;
+	snprintf(g->v[g->n].host, sizeof(g->v[0].host), "%s", host);
+	g->v[g->n++].dev = dev;
+	return 0;
 }
 
-/* "host:pid:tid [dev] " before the NCCL marker; either part may be absent. */
-static void parse_prefix(const char *line, const char *end, char *host, size_t hlen, int *pid, int *dev)
+static bool gpu_in(const struct nvs_nccl_gpus *g, const char *host, int dev)
 {
-	const char *b = end, *tok;
-	char buf[128];
-	size_t n;
+	for (size_t i = 0; i < g->n; ++i)
+		if (g->v[i].dev == dev && !strcmp(g->v[i].host, host))
+			return true;
+	return false;
+}
 
+static bool digits(const char *s, const char *e)
+{
+	if (s >= e)
+		return false;
+	for (; s < e; ++s)
+		if (!isdigit((unsigned char)*s))
+			return false;
+	return true;
+}
+
+static const char *rchr(const char *s, const char *e, char c)
+{
+	while (e > s)
+		if (*--e == c)
+			return e;
+	return NULL;
+}
+
+/*
+ * The prefix is "host:pid:tid [dev] " (src/debug.cc) and, for WARN and
+ * TRACE, "file:line" or a time after [dev]. Whatever comes before host
+ * (Open MPI's "[1,0]<stdout>:", Python logging's "INFO:root:", srun's
+ * "0: ", pdsh's "node01: ", NCCL 2.26's "[date time] ") is not the host:
+ * host names have no colons, so host starts after the last ':', ']' or '>'.
+ */
+static void parse_prefix(const char *line, const char *mark, char *host, size_t hlen, int *pid, int *dev)
+{
 	host[0] = 0;
 	*pid = *dev = -1;
-	while (b > line && isspace((unsigned char)b[-1]))
-		b--;
-	if (b > line && b[-1] == ']') {
-		const char *o = b - 1;
+	for (const char *b = mark; b > line; --b) {
+		const char *o = b - 1, *c, *tok, *t1, *t2, *h;
 
-		while (o > line && o[-1] != '[')
-			o--;
-		if (o > line) {
-			*dev = atoi(o);
-			b = o - 1;
-		}
-	}
-	while (b > line && isspace((unsigned char)b[-1]))
-		b--;
-	tok = b;
-	while (tok > line && !isspace((unsigned char)tok[-1]))
-		tok--;
-	n = (size_t)(b - tok);
-	if (!n || n >= sizeof(buf))
+		if (*o != '[' || o == line || o[-1] != ' ')
+			continue;
+		c = memchr(o, ']', (size_t)(mark - o));
+		if (!c || !digits(o + 1, c))
+			continue;
+		if (*dev < 0 && (c + 2 == mark || c + 1 == mark))
+			*dev = atoi(o + 1);	/* "[0] NCCL INFO" with no host before it */
+		tok = o - 1;
+		while (tok > line && !isspace((unsigned char)tok[-1]))
+			tok--;
+		t2 = rchr(tok, o - 1, ':');
+		if (!t2 || !digits(t2 + 1, o - 1))
+			continue;
+		t1 = rchr(tok, t2, ':');
+		if (!t1 || !digits(t1 + 1, t2))
+			continue;
+		for (h = t1; h > tok && h[-1] != ':' && h[-1] != ']' && h[-1] != '>'; --h)
+			;
+		snprintf(host, hlen, "%.*s", (int)(t1 - h), h);
+		*pid = atoi(t1 + 1);
+		*dev = atoi(o + 1);
 		return;
-	memcpy(buf, tok, n);
-	buf[n] = 0;
-	/* host:pid:tid; host names have no colons */
-	{
-		char *c1 = strchr(buf, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-
-		if (c1 && c2) {
-			*c1 = 0;
-			snprintf(host, hlen, "%.63s", buf);
-			*pid = atoi(c1 + 1);
-		}
 	}
 }
 
-static int add_note(struct nvs_nccl_log *log, bool warn, const char *host, int dev, const char *msg,
-		    const char *why)
+static int add_note(struct nvs_nccl_log *log, bool warn, const char *host, int dev, const char *msg)
 {
 	struct nvs_nccl_note *n;
+	int e = explain_for(msg), ret;
 
 	/* the same message from every rank says nothing new */
 	for (size_t i = 0; i < log->n_notes; ++i)
 		if (!strcmp(log->notes[i].text, msg) && !strcmp(log->notes[i].host, host))
 			return 0;
-	log->notes = grow(log->notes, &log->cap_notes, log->n_notes, sizeof(*log->notes));
-	if (!log->notes)
-		return -ENOMEM;
+	ret = grow((void **)&log->notes, &log->cap_notes, log->n_notes, sizeof(*log->notes),
+		   NVS_NCCL_MAX_NOTES);
+	if (ret == -E2BIG)
+		return 0;	/* enough notes to read: the rest add nothing */
+	if (ret)
+		return ret;
 	n = &log->notes[log->n_notes++];
 	n->warn = warn;
 	snprintf(n->host, sizeof(n->host), "%s", host);
 	n->dev = dev;
 	snprintf(n->text, sizeof(n->text), "%s", msg);
-	n->explain = why;
+	n->explain = e >= 0 ? explain[e].explain : NULL;
+	n->inter_node = e >= 0 && explain[e].inter_node;
 	return 0;
 }
 
+/*
+ * "NET/<net>/<dev>[(<proxy>)][/GDRDMA[(PCI)]][/Shared]" (transport/net.cc):
+ * the network's name may hold spaces and slashes (a net plugin's name, e.g.
+ * "AWS Libfabric"), so it is read from the end.
+ */
+static enum nvs_nccl_transport classify_net(const char *via, char *net, size_t nlen, bool *gdr)
+{
+	const char *s = via + 4, *e = via + strlen(via), *p;
+	static const char *const tails[] = { "/Shared", "(PCI)" };
+
+	for (size_t i = 0; i < 2; ++i)
+		if ((size_t)(e - s) > strlen(tails[i]) && !strncmp(e - strlen(tails[i]), tails[i], strlen(tails[i])))
+			e -= strlen(tails[i]);
+	if (e - s > 7 && !strncmp(e - 7, "/GDRDMA", 7)) {
+		*gdr = true;
+		e -= 7;
+	}
+	p = e > s && e[-1] == ')' ? rchr(s, e, '(') : NULL;
+	if (p && digits(p + 1, e - 1))
+		e = p;		/* "(proxy rank)" */
+	p = rchr(s, e, '/');
+	if (p && digits(p + 1, e))
+		e = p;
+	snprintf(net, nlen, "%.*s", (int)(e - s), s);
+	return *gdr ? NVS_NCCL_NET_GDR : NVS_NCCL_NET;
+}
+
+static enum nvs_nccl_transport classify(const char *via, char *net, size_t nlen, bool *gdr)
+{
+	*gdr = false;
+	net[0] = 0;
+	if (!strncmp(via, "P2P/direct pointer", 18))
+		return NVS_NCCL_P2P_DIRECT;
+	if (!strncmp(via, "P2P/IPC", 7))
+		return NVS_NCCL_P2P_IPC;
+	if (!strncmp(via, "P2P/CUMEM", 9) || !strncmp(via, "P2P/MNNVL", 9))
+		return NVS_NCCL_P2P_CUMEM;
+	if (!strncmp(via, "P2P", 3))
+		return NVS_NCCL_P2P_OTHER;
+	if (!strncmp(via, "SHM", 3))
+		return NVS_NCCL_SHM;
+	if (!strncmp(via, "NET/", 4))
+		return classify_net(via, net, nlen, gdr);
+	return NVS_NCCL_OTHER;
+}
+
+static bool same_conn(const struct nvs_nccl_conn *a, const struct nvs_nccl_conn *b)
+{
+	return a->channel == b->channel && a->from_rank == b->from_rank && a->to_rank == b->to_rank &&
+	       !strcmp(a->dir, b->dir) && !strcmp(a->via, b->via) && !strcmp(a->kind, b->kind);
+}
+
+static size_t conn_key(const struct nvs_nccl_conn *c)
+{
+	size_t h = 14695981039346656037ULL;
+	const char *parts[] = { c->dir, c->via, c->kind };
+	int nums[] = { c->channel, c->from_rank, c->to_rank };
+
+	for (size_t i = 0; i < 3; ++i) {
+		h = (h ^ (size_t)(unsigned int)nums[i]) * 1099511628211ULL;
+		for (const char *p = parts[i]; *p; ++p)
+			h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	}
+	return h;
+}
+
+/*
+ * Whether c was seen (0), or where to file it (1, *slot): a hash keeps
+ * a log of a thousand ranks from costing a quadratic search per line.
+ */
+static int conn_find(struct nvs_nccl_log *log, const struct nvs_nccl_conn *c, size_t *slot)
+{
+	size_t mask, i;
+
+	if (log->n_conns + 1 > log->hash_cap / 2) {
+		size_t cap = log->hash_cap ? log->hash_cap * 2 : 64;
+		size_t *h = calloc(cap, sizeof(*h));
+
+		if (!h)
+			return -ENOMEM;
+		for (size_t k = 0; k < log->n_conns; ++k) {
+			for (i = conn_key(&log->conns[k]) & (cap - 1); h[i]; i = (i + 1) & (cap - 1))
+				;
+			h[i] = k + 1;
+		}
+		free(log->conn_hash);
+		log->conn_hash = h;
+		log->hash_cap = cap;
+	}
+	mask = log->hash_cap - 1;
+	for (i = conn_key(c) & mask; log->conn_hash[i]; i = (i + 1) & mask)
+		if (same_conn(&log->conns[log->conn_hash[i] - 1], c))
+			return 0;
+	*slot = i;
+	return 1;
+}
+
+/* "Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA" and kin; 1 if not one. */
 static int parse_conn(struct nvs_nccl_log *log, const char *msg, const char *host, int pid, int dev)
 {
 	struct nvs_nccl_conn c = { 0 };
 	const char *p = msg, *via;
-	int used = 0, sub;
+	int used = 0, sub, ret;
+	size_t n, slot;
 
-	if (sscanf(p, "Channel %d/%d :%n", &c.channel, &sub, &used) == 2 && used) {
-		snprintf(c.kind, sizeof(c.kind), "Channel");
-	} else if (used = 0, sscanf(p, "Channel %d :%n", &c.channel, &used) == 1 && used) {
-		snprintf(c.kind, sizeof(c.kind), "Channel");
-	} else if (used = 0, sscanf(p, "Ring %d :%n", &c.channel, &used) == 1 && used) {
-		snprintf(c.kind, sizeof(c.kind), "Ring");
-	} else {
-		return 1;
+	/* "Channel %02d/%d :" (P2P, NET), "Channel %02d :" (SHM), "Ring %02d :" (old) */
+	if (sscanf(p, "Channel %d/%d :%n", &c.channel, &sub, &used) != 2 || !used) {
+		used = 0;
+		if (sscanf(p, "Channel %d :%n", &c.channel, &used) != 1 || !used) {
+			used = 0;
+			if (sscanf(p, "Ring %d :%n", &c.channel, &used) != 1 || !used)
+				return 1;
+		}
 	}
+	snprintf(c.kind, sizeof(c.kind), "%s", p[0] == 'R' ? "Ring" : "Channel");
 	p += used;
-	/* "0[0] -> 1[1]" (cudaDev or busId inside the brackets) */
+	/* "0[0] -> 1[1]": nvmlDev, or busId before 2.18, in the brackets */
 	if (sscanf(p, " %d[%*[^]]] -> %d[%*[^]]]", &c.from_rank, &c.to_rank) != 2)
 		return 1;
 	via = strstr(p, " via ");
 	if (!via)
 		return 1;
-	if (strstr(p, "[send]"))
+	if (strstr(p, "[send]") && strstr(p, "[send]") < via)
 		snprintf(c.dir, sizeof(c.dir), "send");
-	else if (strstr(p, "[receive]"))
+	else if (strstr(p, "[receive]") && strstr(p, "[receive]") < via)
 		snprintf(c.dir, sizeof(c.dir), "receive");
+	/* the transport is the rest of the message: names may hold spaces */
 	via += 5;
-	snprintf(c.via, sizeof(c.via), "%.*s", (int)strcspn(via, " \t"), via);
-	/* "P2P/direct pointer" has a space in it */
-	if (!strncmp(via, "P2P/direct pointer", 18))
-		snprintf(c.via, sizeof(c.via), "%.*s", (int)strcspn(via + 11, " \t") + 11, via);
-	c.t = classify(c.via, &c.gdr);
+	n = strlen(via);
+	while (n && isspace((unsigned char)via[n - 1]))
+		n--;
+	snprintf(c.via, sizeof(c.via), "%.*s", (int)n, via);
+	c.t = classify(c.via, c.net, sizeof(c.net), &c.gdr);
 	snprintf(c.host, sizeof(c.host), "%s", host);
 	c.pid = pid;
 	c.dev = dev;
-	for (size_t i = 0; i < log->n_conns; ++i) {
-		const struct nvs_nccl_conn *o = &log->conns[i];
-
-		if (o->channel == c.channel && o->from_rank == c.from_rank && o->to_rank == c.to_rank &&
-		    !strcmp(o->dir, c.dir) && !strcmp(o->via, c.via) && !strcmp(o->kind, c.kind))
-			return 0;
-	}
-	log->conns = grow(log->conns, &log->cap_conns, log->n_conns, sizeof(*log->conns));
-	if (!log->conns)
-		return -ENOMEM;
+	ret = conn_find(log, &c, &slot);
+	if (ret <= 0)
+		return ret;
+	ret = grow((void **)&log->conns, &log->cap_conns, log->n_conns, sizeof(*log->conns),
+		   NVS_NCCL_MAX_CONNS);
+	if (ret)
+		return ret;
+	log->conn_hash[slot] = log->n_conns + 1;
 	log->conns[log->n_conns++] = c;
 	return 0;
 }
 
-static int parse_msg(struct nvs_nccl_log *log, bool warn, const char *msg, const char *host, int pid, int dev)
+/* TRACE "regAddr ... fd N" (net_ib.cc): a registration, with a dma-buf when fd >= 0. */
+static int parse_trace(struct nvs_nccl_log *log, const char *msg, const char *host, int dev)
+{
+	const char *f = strstr(msg, " fd");
+
+	if (strncmp(msg, "regAddr", 7) || !f || (f[3] != ' ' && f[3] != '='))
+		return 0;
+	if (atoi(f + 4) < 0 || !isdigit((unsigned char)f[4]))
+		return 0;
+	return gpu_add(&log->dmabuf_used, host, dev);
+}
+
+static int parse_msg(struct nvs_nccl_log *log, char level, const char *msg, const char *host, int pid, int dev)
 {
 	const char *s;
 	int d, ret;
 
-	if (warn)
-		return add_note(log, true, host, dev, msg, explain_for(msg));
-	if ((s = strstr(msg, "NCCL version "))) {
+	if (level == 'T')
+		return parse_trace(log, msg, host, dev);
+	if (strstr(msg, "ibv_reg_dmabuf_mr") && strstr(msg, "failed")) {
+		ret = gpu_add(&log->dmabuf_failed, host, dev);
+		if (ret)
+			return ret;
+	}
+	if (level == 'W')
+		return add_note(log, true, host, dev, msg);
+	s = strstr(msg, "NCCL version ");
+	if (s) {
 		snprintf(log->version, sizeof(log->version), "%.*s", (int)strcspn(s + 13, " \t"), s + 13);
 		return 0;
 	}
 	if (sscanf(msg, "DMA-BUF is available on GPU device %d", &d) == 1) {
-		for (size_t i = 0; i < log->n_dmabuf; ++i)
-			if (log->dmabuf[i].dev == d && !strcmp(log->dmabuf[i].host, host))
-				return 0;
-		log->dmabuf = grow(log->dmabuf, &log->cap_dmabuf, log->n_dmabuf, sizeof(*log->dmabuf));
-		if (!log->dmabuf)
-			return -ENOMEM;
-		snprintf(log->dmabuf[log->n_dmabuf].host, sizeof(log->dmabuf[0].host), "%s", host);
-		log->dmabuf[log->n_dmabuf++].dev = d;
-		return 0;
+		log->init_lines++;
+		return gpu_add(&log->dmabuf_avail, host, d);
 	}
-	if ((s = strstr(msg, "isAllDirectP2p "))) {
+	s = strstr(msg, "isAllDirectP2p ");
+	if (s) {
 		log->all_direct_p2p = atoi(s + 15);
 		return 0;
 	}
 	if (strstr(msg, "Init COMPLETE")) {
+		log->init_lines++;
 		log->init_complete++;
 		return 0;
 	}
-	if (strstr(msg, "Connected all rings")) {
+	if (!strncmp(msg, "Connected all rings", 19)) {
+		log->init_lines++;
 		log->connected = true;
 		return 0;
 	}
+	s = strstr(msg, " nNodes ");
+	if (s) {
+		log->init_lines++;
+		if (atoi(s + 8) > log->nnodes)
+			log->nnodes = atoi(s + 8);
+		return 0;
+	}
+	if (!strncmp(msg, "Using network ", 14) || strstr(msg, "Init START"))
+		log->init_lines++;
 	ret = parse_conn(log, msg, host, pid, dev);
 	if (ret <= 0)
 		return ret;
-	if (explain_for(msg) || strstr(msg, "set by environment to"))
-		return add_note(log, false, host, dev, msg, explain_for(msg));
+	if (explain_for(msg) >= 0 || strstr(msg, "set by environment to"))
+		return add_note(log, false, host, dev, msg);
 	return 0;
 }
 
-int nvs_nccl_parse(struct nvs_nccl_log *log, FILE *f, const char *name, char *err, size_t errlen)
+/* One line: the NCCL message on it (the last, when writers interleaved). */
+static int parse_line(struct nvs_nccl_log *log, char *line)
 {
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	int ret = 0;
+	const char *mark = NULL, *m, *v;
+	char host[64];
+	int pid, dev;
 
-	while ((n = getline(&line, &cap, f)) > 0) {
-		const char *mark = NULL, *m;
-		char host[64];
-		int pid, dev;
-		bool warn;
+	for (m = line; (m = strstr(m, "NCCL ")); m += 5)
+		if (!strncmp(m + 5, "INFO ", 5) || !strncmp(m + 5, "WARN ", 5) || !strncmp(m + 5, "TRACE ", 6)) {
+			if (mark)
+				log->interleaved++;
+			mark = m;
+		}
+	if (!mark) {
+		/* NCCL before 2.22 prints its version with printf, without a prefix */
+		v = strstr(line, "NCCL version ");
+		if (v && isdigit((unsigned char)v[13])) {
+			log->nccl_lines++;
+			snprintf(log->version, sizeof(log->version), "%.*s", (int)strcspn(v + 13, " \t"), v + 13);
+		}
+		return 0;
+	}
+	log->nccl_lines++;
+	parse_prefix(line, mark, host, sizeof(host), &pid, &dev);
+	if (host[0] && gpu_add(&log->hosts, host, -1))
+		return -ENOMEM;
+	return parse_msg(log, mark[5], mark + (mark[5] == 'T' ? 11 : 10), host, pid, dev);
+}
 
+int nvs_nccl_read(struct nvs_nccl_log *log, const char *path, char *err, size_t errlen)
+{
+	const char *name = strcmp(path, "-") ? path : "standard input";
+	struct nvs_ifile in;
+	size_t n;
+	char *line;
+	bool cut;
+	int ret;
+
+	ret = nvs_ifile_open(&in, path, NVS_NCCL_MAX_LINE, 0, err, errlen);
+	if (ret)
+		return ret;
+	while ((ret = nvs_ifile_line(&in, &line, &n, &cut, err, errlen)) > 0) {
 		log->lines++;
-		if (memchr(line, 0, (size_t)n)) {
+		if (memchr(line, 0, n)) {
 			snprintf(err, errlen,
 				 "`%s' line %zu holds binary data: expected the text output of a program run with NCCL_DEBUG=INFO",
 				 name, log->lines);
@@ -312,132 +502,27 @@ int nvs_nccl_parse(struct nvs_nccl_log *log, FILE *f, const char *name, char *er
 			break;
 		}
 		/* a last line without its end may be cut mid-word: never trust it */
-		log->cut_line = line[n - 1] != '\n';
-		if (log->cut_line)
+		if (cut) {
+			log->cut_line = true;
 			break;
-		while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-			line[--n] = 0;
-		/* interleaved writers: the last message on the line is the whole one */
-		for (m = line; (m = strstr(m, "NCCL ")); m += 5)
-			if (!strncmp(m + 5, "INFO ", 5) || !strncmp(m + 5, "WARN ", 5)) {
-				if (mark)
-					log->interleaved++;
-				mark = m;
-			}
-		if (!mark)
+		}
+		if (n && line[n - 1] == '\r')
+			line[n - 1] = 0;
+		/* nccl-tests' own lines, and comments: never NCCL's */
+		if (line[strspn(line, " \t")] == '#')
 			continue;
-		log->nccl_lines++;
-		warn = mark[5] == 'W';
-		parse_prefix(line, mark, host, sizeof(host), &pid, &dev);
-		ret = parse_msg(log, warn, mark + 10, host, pid, dev);
+		ret = parse_line(log, line);
 		if (ret) {
-			snprintf(err, errlen, "Unable to allocate memory");
+			if (ret == -E2BIG)
+				snprintf(err, errlen, "`%s' has more than %d distinct connection lines: not a log this tool can judge",
+					 name, NVS_NCCL_MAX_CONNS);
+			else
+				snprintf(err, errlen, "Unable to read `%s': %s", name, strerror(-ret));
 			break;
 		}
 	}
-	if (!ret && ferror(f)) {
-		ret = -errno;
-		snprintf(err, errlen, "Unable to read `%s': %s", name, strerror(errno));
-	}
-	free(line);
-	return ret;
-}
-
-static size_t count(const struct nvs_nccl_log *log, bool (*pred)(enum nvs_nccl_transport))
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < log->n_conns; ++i)
-		n += pred(log->conns[i].t);
-	return n;
-}
-
-static bool incomplete(const struct nvs_nccl_log *log, char *why, size_t len)
-{
-	if (log->init_complete || log->connected)
-		return false;
-	snprintf(why, len, "the log ends before NCCL finished connecting (no `Init COMPLETE' or `Connected all rings' line)%s",
-		 log->cut_line ? " and its last line is cut" : "");
-	return true;
-}
-
-static bool intra(enum nvs_nccl_transport t)
-{
-	return !nvs_nccl_is_net(t);
-}
-
-bool nvs_nccl_expect_p2p(const struct nvs_nccl_log *log, bool direct_only, char *why, size_t len)
-{
-	size_t all = count(log, intra), p2p = 0, direct = 0;
-	if (incomplete(log, why, len))
-		return false;
-
-	for (size_t i = 0; i < log->n_conns; ++i) {
-		p2p += nvs_nccl_is_p2p(log->conns[i].t);
-		direct += log->conns[i].t == NVS_NCCL_P2P_DIRECT;
-	}
-	if (!all) {
-		snprintf(why, len, "no intra-node connection lines in the log (one GPU per node, or init output missing)");
-		return false;
-	}
-	if (p2p < all) {
-		snprintf(why, len, "%zu of %zu intra-node connections do not use P2P (SHM or other)", all - p2p, all);
-		return false;
-	}
-	if (direct_only && direct < all) {
-		snprintf(why, len, "%zu of %zu intra-node connections use P2P/IPC or P2P/CUMEM, not P2P/direct pointer",
-			 all - direct, all);
-		return false;
-	}
-	snprintf(why, len, "all %zu intra-node connections use %s", all, direct_only ? "P2P/direct pointer" : "P2P");
-	return true;
-}
-
-bool nvs_nccl_expect_gdr(const struct nvs_nccl_log *log, char *why, size_t len)
-{
-	size_t net = count(log, nvs_nccl_is_net), gdr = 0;
-	if (incomplete(log, why, len))
-		return false;
-
-	for (size_t i = 0; i < log->n_conns; ++i)
-		gdr += log->conns[i].t == NVS_NCCL_NET_IB_GDR;
-	if (!net) {
-		snprintf(why, len, "no network connection lines in the log (single node?)");
-		return false;
-	}
-	if (gdr < net) {
-		snprintf(why, len, "%zu of %zu network connections do not use NET/IB with GDRDMA", net - gdr, net);
-		return false;
-	}
-	snprintf(why, len, "all %zu network connections use GPUDirect RDMA", net);
-	return true;
-}
-
-bool nvs_nccl_expect_dmabuf(const struct nvs_nccl_log *log, char *why, size_t len)
-{
-	if (incomplete(log, why, len))
-		return false;
-	/* every GPU that talks to the network needs it, not just one */
-	for (size_t i = 0; i < log->n_conns; ++i) {
-		const struct nvs_nccl_conn *c = &log->conns[i];
-		bool found = false;
-
-		if (!nvs_nccl_is_net(c->t) || c->dev < 0)
-			continue;
-		for (size_t k = 0; k < log->n_dmabuf; ++k)
-			found |= log->dmabuf[k].dev == c->dev && !strcmp(log->dmabuf[k].host, c->host);
-		if (!found) {
-			snprintf(why, len, "no `DMA-BUF is available' line for GPU device %d on %s, which uses the network",
-				 c->dev, c->host[0] ? c->host : "(unnamed host)");
-			return false;
-		}
-	}
-	if (!log->n_dmabuf) {
-		snprintf(why, len, "no `DMA-BUF is available on GPU device N' line in the log");
-		return false;
-	}
-	snprintf(why, len, "DMA-BUF available on %zu GPU(s)", log->n_dmabuf);
-	return true;
+	nvs_ifile_close(&in);
+	return ret < 0 ? ret : 0;
 }
 
 static int cmp_conn(const void *a, const void *b)
@@ -458,5 +543,216 @@ static int cmp_conn(const void *a, const void *b)
 
 void nvs_nccl_sort(struct nvs_nccl_log *log)
 {
-	qsort(log->conns, log->n_conns, sizeof(*log->conns), cmp_conn);
+	if (log->n_conns)
+		qsort(log->conns, log->n_conns, sizeof(*log->conns), cmp_conn);
+}
+
+bool nvs_nccl_filtered(const struct nvs_nccl_log *log)
+{
+	return log->n_conns && !log->init_lines;
+}
+
+bool nvs_nccl_truncated(const struct nvs_nccl_log *log)
+{
+	return log->cut_line || (log->init_lines && !log->init_complete && !log->connected);
+}
+
+size_t nvs_nccl_nodes(const struct nvs_nccl_log *log)
+{
+	return log->nnodes > 0 ? (size_t)log->nnodes : log->hosts.n;
+}
+
+static bool incomplete(const struct nvs_nccl_log *log, char *why, size_t len)
+{
+	if (!nvs_nccl_truncated(log))
+		return false;
+	snprintf(why, len, "the log ends before NCCL finished connecting (%s)",
+		 log->cut_line ? "its last line is cut" : "no `Init COMPLETE' or `Connected all rings' line");
+	return true;
+}
+
+static int cmp_host_pair(const void *a, const void *b)
+{
+	const struct nvs_nccl_conn *x = *(const struct nvs_nccl_conn *const *)a;
+	const struct nvs_nccl_conn *y = *(const struct nvs_nccl_conn *const *)b;
+	int r = strcmp(x->host, y->host);
+
+	if (r)
+		return r;
+	if (x->from_rank != y->from_rank)
+		return x->from_rank - y->from_rank;
+	return x->to_rank - y->to_rank;
+}
+
+/*
+ * "node01 ranks 0->1 (SHM/direct/direct), 1->2 (...); node02 ranks ...":
+ * the connections that fail bad(), by host, each rank pair once.
+ */
+static void describe(const struct nvs_nccl_log *log, bool (*bad)(const struct nvs_nccl_conn *, bool), bool arg,
+		     char *where, size_t wlen)
+{
+	const struct nvs_nccl_conn **v = malloc((log->n_conns ? log->n_conns : 1) * sizeof(*v));
+	size_t n = 0, len = 0, shown = 0, more = 0;
+
+	where[0] = 0;
+	if (!v)
+		return;
+	for (size_t i = 0; i < log->n_conns; ++i)
+		if (bad(&log->conns[i], arg))
+			v[n++] = &log->conns[i];
+	qsort(v, n, sizeof(*v), cmp_host_pair);
+	for (size_t i = 0; i < n; ++i) {
+		const struct nvs_nccl_conn *c = v[i], *p = i ? v[i - 1] : NULL;
+		bool same_host = p && !strcmp(p->host, c->host);
+
+		if (same_host && p->from_rank == c->from_rank && p->to_rank == c->to_rank)
+			continue;
+		if (shown >= 12 || len + 128 >= wlen) {
+			more++;
+			continue;
+		}
+		if (same_host)
+			len += snprintf(where + len, wlen - len, ", ");
+		else
+			len += snprintf(where + len, wlen - len, "%s%s%sranks ", len ? "; " : "",
+					c->host[0] ? c->host : "", c->host[0] ? " " : "");
+		len += snprintf(where + len, wlen - len, "%d->%d (%s)", c->from_rank, c->to_rank, c->via);
+		shown++;
+	}
+	if (more && len < wlen)
+		snprintf(where + len, wlen - len, "; and %zu more", more);
+	free(v);
+}
+
+/* The host list of a node-less check: "node01" or "node01, node02". */
+static void host_list(const struct nvs_nccl_log *log, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < log->hosts.n && o + 8 < len; ++i)
+		o += snprintf(buf + o, len - o, "%s%s", i ? ", " : "", log->hosts.v[i].host);
+}
+
+static bool not_p2p(const struct nvs_nccl_conn *c, bool direct_only)
+{
+	if (nvs_nccl_is_net(c->t))
+		return false;
+	return direct_only ? c->t != NVS_NCCL_P2P_DIRECT : !nvs_nccl_is_p2p(c->t);
+}
+
+bool nvs_nccl_expect_p2p(const struct nvs_nccl_log *log, bool direct_only, char *why, size_t len,
+			 char *where, size_t wlen)
+{
+	size_t all = 0, bad = 0;
+
+	where[0] = 0;
+	if (incomplete(log, why, len))
+		return false;
+	for (size_t i = 0; i < log->n_conns; ++i) {
+		all += !nvs_nccl_is_net(log->conns[i].t);
+		bad += not_p2p(&log->conns[i], direct_only);
+	}
+	if (!all) {
+		snprintf(why, len, "no intra-node connection lines in the log (one GPU per node, or the P2P and SHM lines are filtered out)");
+		return false;
+	}
+	if (bad) {
+		snprintf(why, len, direct_only ?
+			 "%zu of %zu intra-node connections use P2P/IPC, P2P/CUMEM, SHM or other, not P2P/direct pointer" :
+			 "%zu of %zu intra-node connections do not use P2P (SHM or other)", bad, all);
+		describe(log, not_p2p, direct_only, where, wlen);
+		return false;
+	}
+	snprintf(why, len, "all %zu intra-node connections use %s", all, direct_only ? "P2P/direct pointer" : "P2P");
+	return true;
+}
+
+static bool not_gdr(const struct nvs_nccl_conn *c, bool unused)
+{
+	(void)unused;
+	return c->t == NVS_NCCL_NET;
+}
+
+bool nvs_nccl_expect_gdr(const struct nvs_nccl_log *log, char *why, size_t len, char *where, size_t wlen)
+{
+	size_t net = 0, bad = 0;
+	char nets[128] = "", hosts[160];
+
+	where[0] = 0;
+	if (incomplete(log, why, len))
+		return false;
+	for (size_t i = 0; i < log->n_conns; ++i) {
+		const struct nvs_nccl_conn *c = &log->conns[i];
+
+		if (!nvs_nccl_is_net(c->t))
+			continue;
+		net++;
+		bad += c->t == NVS_NCCL_NET;
+		if (!strstr(nets, c->net) && strlen(nets) + strlen(c->net) + 3 < sizeof(nets))
+			snprintf(nets + strlen(nets), sizeof(nets) - strlen(nets), "%sNET/%s", nets[0] ? ", " : "",
+				 c->net);
+	}
+	if (!net) {
+		host_list(log, hosts, sizeof(hosts));
+		if (nvs_nccl_nodes(log) == 1)
+			snprintf(why, len, "a single-node run (%s): no network connection to judge", hosts);
+		else
+			snprintf(why, len, "no network connection lines in the log (single node, or the NET lines are filtered out)");
+		return false;
+	}
+	if (bad) {
+		snprintf(why, len, "%zu of %zu network connections (%s) do not use GPUDirect RDMA (no GDRDMA flag)", bad,
+			 net, nets);
+		describe(log, not_gdr, false, where, wlen);
+		return false;
+	}
+	snprintf(why, len, "all %zu network connections use GPUDirect RDMA over %s", net, nets);
+	return true;
+}
+
+bool nvs_nccl_expect_dmabuf(const struct nvs_nccl_log *log, char *why, size_t len, char *where, size_t wlen)
+{
+	struct nvs_nccl_gpus net = { 0 };
+	size_t used = 0, failed = 0, o = 0;
+	bool ok = false;
+
+	where[0] = 0;
+	if (incomplete(log, why, len))
+		return false;
+	/* every GPU that talks to the network must show a dma-buf registration */
+	for (size_t i = 0; i < log->n_conns; ++i) {
+		const struct nvs_nccl_conn *c = &log->conns[i];
+
+		if (nvs_nccl_is_net(c->t) && gpu_add(&net, c->host, c->dev)) {
+			snprintf(why, len, "Unable to allocate memory");
+			goto out;
+		}
+	}
+	if (!net.n) {
+		snprintf(why, len, "no network connection lines in the log: dma-buf registration is for network transfers");
+		goto out;
+	}
+	for (size_t i = 0; i < net.n; ++i) {
+		const struct nvs_nccl_gpu *g = &net.v[i];
+		bool u = gpu_in(&log->dmabuf_used, g->host, g->dev), f = gpu_in(&log->dmabuf_failed, g->host, g->dev);
+
+		used += u;
+		failed += f;
+		if (!u && o + 48 < wlen)
+			o += snprintf(where + o, wlen - o, "%s%s%sGPU %d%s", o ? ", " : "", g->host, g->host[0] ? " " : "",
+				      g->dev, f ? " (registration failed)" : "");
+	}
+	ok = used == net.n;
+	if (ok)
+		snprintf(why, len, "a dma-buf registration is shown for all %zu GPU(s) that use the network", net.n);
+	else if (failed)
+		snprintf(why, len, "ibv_reg_dmabuf_mr failed on %zu of %zu GPU(s) that use the network", failed, net.n);
+	else if (!used)
+		snprintf(why, len, "not shown by this log: NCCL prints `DMA-BUF is available' at init whatever the transport later uses, and shows a dma-buf registration only at NCCL_DEBUG=TRACE (`regAddr ... fd N')");
+	else
+		snprintf(why, len, "not shown by this log for %zu of %zu GPU(s) that use the network", net.n - used, net.n);
+out:
+	free(net.v);
+	return ok;
 }

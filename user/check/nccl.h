@@ -4,25 +4,27 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdio.h>
 
 /*
  * A reader for NCCL_DEBUG=INFO output (nccl-tests or any application):
- * which transport each rank's channels really use, whether DMA-BUF and
- * GPUDirect RDMA were available, and the lines that explain a fallback.
- * `nccl-check' shows it; `p2p' and `doctor' use it for level 3 of the
- * acceptance ladder.
+ * which transport each rank's connections really use, which network and
+ * whether it used GPUDirect RDMA, what the log shows about DMA-BUF, and the
+ * lines that explain a fallback. `nccl-check' shows it; `p2p' and `doctor'
+ * use it for level 3 of the acceptance ladder. Nothing here prints.
+ *
+ * The formats are NCCL's own (src/debug.cc, init.cc and the transport/ files of
+ * 2.14 to 2.27; tests/nccl/ has a fixture per family), with what launchers
+ * put in front of a line: Open MPI's --tag-output, pdsh, srun --label,
+ * Python logging, NCCL 2.26's WARN timestamps.
  */
 enum nvs_nccl_transport {
 	NVS_NCCL_P2P_DIRECT,	/* P2P/direct pointer: one process, peer pointers */
 	NVS_NCCL_P2P_IPC,	/* P2P/IPC: across processes, CUDA IPC handles */
-	NVS_NCCL_P2P_CUMEM,	/* P2P/CUMEM: across processes, cuMem handles */
-	NVS_NCCL_P2P_OTHER,
+	NVS_NCCL_P2P_CUMEM,	/* P2P/CUMEM (or MNNVL): across processes, cuMem handles */
+	NVS_NCCL_P2P_OTHER,	/* P2P/indirect and whatever NCCL adds */
 	NVS_NCCL_SHM,		/* through host shared memory: no peer access */
-	NVS_NCCL_NET_IB_GDR,	/* RDMA straight to GPU memory */
-	NVS_NCCL_NET_IB,	/* RDMA staged through host memory */
-	NVS_NCCL_NET_SOCKET,	/* TCP */
-	NVS_NCCL_NET_OTHER,
+	NVS_NCCL_NET_GDR,	/* a network, GPUDirect RDMA (any net plugin's GDRDMA flag) */
+	NVS_NCCL_NET,		/* a network, staged through host memory */
 	NVS_NCCL_OTHER,
 	NVS_NCCL__COUNT
 };
@@ -34,7 +36,8 @@ struct nvs_nccl_conn {
 	int channel;
 	int from_rank, to_rank;
 	char dir[8];		/* send, receive or "" */
-	char via[64];		/* as logged: P2P/direct pointer, NET/IB/0/GDRDMA, ... */
+	char via[96];		/* as logged: P2P/direct pointer, NET/AWS Libfabric/0/GDRDMA, ... */
+	char net[48];		/* the network of NET/<net>/..., "" otherwise */
 	enum nvs_nccl_transport t;
 	bool gdr;
 };
@@ -45,41 +48,78 @@ struct nvs_nccl_note {
 	int dev;
 	char text[256];
 	const char *explain;	/* why it matters; NULL when we have nothing to add */
+	bool inter_node;	/* only matters when nodes talk over a network */
 };
 
-struct nvs_nccl_dmabuf {
+/* A GPU that a line names: host and CUDA device. */
+struct nvs_nccl_gpu {
 	char host[64];
 	int dev;
+};
+
+struct nvs_nccl_gpus {
+	struct nvs_nccl_gpu *v;
+	size_t n, cap;
 };
 
 struct nvs_nccl_log {
 	char version[48];
 	struct nvs_nccl_conn *conns;
 	size_t n_conns, cap_conns;
+	size_t *conn_hash;	/* open addressing over conns: index + 1, 0 free */
+	size_t hash_cap;
 	struct nvs_nccl_note *notes;
 	size_t n_notes, cap_notes;
-	struct nvs_nccl_dmabuf *dmabuf;
-	size_t n_dmabuf, cap_dmabuf;
+	/* DMA-BUF: NCCL's init line says only that the GPU supports it */
+	struct nvs_nccl_gpus dmabuf_avail;	/* "DMA-BUF is available on GPU device N" */
+	struct nvs_nccl_gpus dmabuf_used;	/* a registration with a dma-buf fd */
+	struct nvs_nccl_gpus dmabuf_failed;	/* ibv_reg_dmabuf_mr failed */
+	struct nvs_nccl_gpus hosts;		/* every host named by a prefix (dev -1) */
 	size_t lines, nccl_lines, interleaved;
 	size_t init_complete;	/* "Init COMPLETE" lines (one per rank) */
+	size_t init_lines;	/* lines only the INIT subsystem prints */
+	int nnodes;		/* from "nNodes N" (2.21+); -1 not logged */
 	bool connected;		/* "Connected all rings" seen */
 	bool cut_line;		/* the input ended in the middle of a line */
 	int all_direct_p2p;	/* "Check P2P Type isAllDirectP2p N"; -1 not logged */
 };
 
+/* Bounds, so that a log that is not one cannot take all memory. */
+#define NVS_NCCL_MAX_LINE	(1 << 20)
+#define NVS_NCCL_MAX_CONNS	262144
+#define NVS_NCCL_MAX_NOTES	4096
+#define NVS_NCCL_MAX_GPUS	8192
+
 void nvs_nccl_init(struct nvs_nccl_log *log);
-/* Returns 0, or -errno with a message in err (binary input, read error). */
-int nvs_nccl_parse(struct nvs_nccl_log *log, FILE *f, const char *name, char *err, size_t errlen);
+/*
+ * Reads one log (a file, a pipe, "-" for standard input) into log; call it
+ * once per file. Returns 0, or -errno with a message in err (unreadable,
+ * binary, an over-long line, more than the bounds above).
+ */
+int nvs_nccl_read(struct nvs_nccl_log *log, const char *path, char *err, size_t errlen);
 void nvs_nccl_free(struct nvs_nccl_log *log);
 /* Orders the connections by rank pair, direction, transport and channel. */
 void nvs_nccl_sort(struct nvs_nccl_log *log);
+
 const char *nvs_nccl_transport_str(enum nvs_nccl_transport t);
 bool nvs_nccl_is_p2p(enum nvs_nccl_transport t);
 bool nvs_nccl_is_net(enum nvs_nccl_transport t);
 
-/* Expectation checks: true when met; otherwise why explains. */
-bool nvs_nccl_expect_p2p(const struct nvs_nccl_log *log, bool direct_only, char *why, size_t len);
-bool nvs_nccl_expect_gdr(const struct nvs_nccl_log *log, char *why, size_t len);
-bool nvs_nccl_expect_dmabuf(const struct nvs_nccl_log *log, char *why, size_t len);
+/* Ended in the middle (cut line, or INIT lines but no completion). */
+bool nvs_nccl_truncated(const struct nvs_nccl_log *log);
+/* Connection lines but no INIT line: NCCL_DEBUG_SUBSYS left INIT out. */
+bool nvs_nccl_filtered(const struct nvs_nccl_log *log);
+/* How many nodes ran: nNodes when logged, else the hosts the prefixes name (0 unknown). */
+size_t nvs_nccl_nodes(const struct nvs_nccl_log *log);
+
+/*
+ * Expectation checks: true when met. why explains; where names the node
+ * and ranks at fault ("" when met or when nothing is at fault).
+ */
+bool nvs_nccl_expect_p2p(const struct nvs_nccl_log *log, bool direct_only, char *why, size_t len,
+			 char *where, size_t wlen);
+bool nvs_nccl_expect_gdr(const struct nvs_nccl_log *log, char *why, size_t len, char *where, size_t wlen);
+bool nvs_nccl_expect_dmabuf(const struct nvs_nccl_log *log, char *why, size_t len, char *where,
+			    size_t wlen);
 
 #endif

@@ -5,26 +5,20 @@
  * an RDMA driver would, then reports how the exporter mapped it.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <unistd.h>
-#include <linux/dma-heap.h>
-#include <linux/udmabuf.h>
 
-#include "sys/cuda.h"
-#include "common/json.h"
-#include "libnvsidecar.h"
 #include "cmd/subcommands.h"
 #include "common/exit.h"
 #include "common/gpu.h"
 #include "common/out.h"
-#include "common/color.h"
+#include "libnvsidecar.h"
+#include "sys/cuda.h"
+#include "sys/dmabuf.h"
 
 enum source { SRC_NONE, SRC_CUDA, SRC_UDMABUF, SRC_HEAP, SRC_FD };
 static const char *const source_names[] = {
@@ -33,8 +27,6 @@ static const char *const source_names[] = {
 };
 
 #define DEFAULT_SIZE (32ULL << 20)
-#define UDMABUF_DEV "/dev/udmabuf"
-#define HEAP_DEV "/dev/dma_heap/system"
 
 struct opts {
 	enum source source;
@@ -67,8 +59,8 @@ static void show_usage(FILE *f)
 		   "                     is compared against; also the default importer\n"
 		   "  --source SRC       cuda (default with --gpu): cuMemAlloc on that GPU, then\n"
 		   "                     cuMemGetHandleForAddressRange(DMA_BUF_FD);\n"
-		   "                     udmabuf: a sealed memfd through " UDMABUF_DEV ";\n"
-		   "                     dma-heap: " HEAP_DEV "\n"
+		   "                     udmabuf: a sealed memfd through " NVS_UDMABUF_DEV ";\n"
+		   "                     dma-heap: " NVS_DMAHEAP_DEV "\n"
 		   "  --fd N             probe dma-buf fd N inherited from the caller instead\n"
 		   "  --importer BDF     attach on behalf of this PCI device (e.g. the RDMA NIC),\n"
 		   "                     \"0000:41:00.0\"; default: the GPU itself\n"
@@ -91,114 +83,6 @@ static void show_usage(FILE *f)
 		   "  7  the exporter refused the importer (attach, map or fence step)\n"
 		   "  8  GPU memory was mapped but not inside BAR1 (no Resizable BAR, or a\n"
 		   "     BAR1 too small); see the dmabuf section of nvsidecar(8)\n");
-}
-
-/* "4096", "2M", "1G": binary units, whole string, page multiple, non-zero. */
-static int parse_size(const char *s, uint64_t *out)
-{
-	unsigned long long v, mul = 1;
-	long page = sysconf(_SC_PAGESIZE);
-	char *end;
-
-	if (!*s || *s == '-' || *s == '+' || *s == ' ')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	if (*end) {
-		switch (*end) {
-		case 'k': case 'K': mul = 1ULL << 10; break;
-		case 'm': case 'M': mul = 1ULL << 20; break;
-		case 'g': case 'G': mul = 1ULL << 30; break;
-		default: return -EINVAL;
-		}
-		if (end[1] && strcmp(end + 1, "iB") && strcmp(end + 1, "B"))
-			return -EINVAL;
-	}
-	if (!v || v > UINT64_MAX / mul)
-		return -ERANGE;
-	v *= mul;
-	if (page <= 0 || v % (unsigned long)page)
-		return -ERANGE;
-	*out = v;
-	return 0;
-}
-
-static int parse_fd(const char *s, int *fd)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || *s == '-' || *s == '+' || *s == ' ' || v > INT_MAX)
-		return -EINVAL;
-	*fd = (int)v;
-	return 0;
-}
-
-static int make_udmabuf(uint64_t size)
-{
-	struct udmabuf_create c = { .flags = UDMABUF_FLAGS_CLOEXEC, .size = size };
-	int memfd, dev, fd = -1, saved;
-
-	memfd = memfd_create("nvsidecar-dmabuf", MFD_ALLOW_SEALING | MFD_CLOEXEC);
-	if (memfd < 0) {
-		perror("Unable to create a memfd for udmabuf");
-		return -1;
-	}
-	if (ftruncate(memfd, (off_t)size) < 0) {
-		perror("Unable to size the memfd for udmabuf");
-		goto out;
-	}
-	/* udmabuf pins the pages: it refuses a memfd that could shrink under it. */
-	if (fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK) < 0) {
-		perror("Unable to seal the memfd for udmabuf");
-		goto out;
-	}
-	dev = open(UDMABUF_DEV, O_RDWR | O_CLOEXEC);
-	if (dev < 0) {
-		saved = errno;
-		fprintf(stderr, "Unable to open `%s': %s%s\n", UDMABUF_DEV, strerror(saved),
-			saved == ENOENT ? " (load the udmabuf module; kernels before 5.4 lack it)" : "");
-		goto out;
-	}
-	c.memfd = (uint32_t)memfd;
-	fd = ioctl(dev, UDMABUF_CREATE, &c);
-	if (fd < 0) {
-		saved = errno;
-		fprintf(stderr, "Unable to create a udmabuf of %" PRIu64 " bytes: %s%s\n", size,
-			strerror(saved),
-			saved == EINVAL ? " (above /sys/module/udmabuf/parameters/size_limit_mb?)" : "");
-	}
-	close(dev);
-out:
-	close(memfd);
-	return fd;
-}
-
-static int make_heap(uint64_t size)
-{
-	struct dma_heap_allocation_data a = { .len = size, .fd_flags = O_RDWR | O_CLOEXEC };
-	int dev, saved;
-
-	dev = open(HEAP_DEV, O_RDONLY | O_CLOEXEC);
-	if (dev < 0) {
-		saved = errno;
-		fprintf(stderr, "Unable to open `%s': %s%s\n", HEAP_DEV, strerror(saved),
-			saved == ENOENT ? " (the kernel needs CONFIG_DMABUF_HEAPS_SYSTEM)" : "");
-		return -1;
-	}
-	if (ioctl(dev, DMA_HEAP_IOCTL_ALLOC, &a) < 0) {
-		saved = errno;
-		fprintf(stderr, "Unable to allocate %" PRIu64 " bytes from `%s': %s\n", size,
-			HEAP_DEV, strerror(saved));
-		close(dev);
-		return -1;
-	}
-	close(dev);
-	return (int)a.fd;
 }
 
 struct cuda_buf {
@@ -230,11 +114,9 @@ static int make_cuda(struct cuda_buf *cb, const char *lib, const char *busid,
 	int n = 0, fd = -1, i;
 
 	memset(cb, 0, sizeof(*cb));
-	if (nvs_cuda_load(&cb->cu, lib, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s\n", err);
-		return -NVS_EX_MISSING;
-	}
-#define NEED(f) do { if (!cb->cu.f) { fprintf(stderr, "%s lacks %s: CUDA 11.7 or newer is needed for dma-buf export\n", cb->cu.path, #f); return -NVS_EX_FAIL; } } while (0)
+	if (nvs_cuda_load(&cb->cu, lib, err, sizeof(err)) < 0)
+		return -out_fail(lib ? NVS_EX_USAGE : NVS_EX_MISSING, "%s", err);
+#define NEED(f) do { if (!cb->cu.f) return -out_fail(NVS_EX_MISSING, "%s lacks %s: CUDA 11.7 or newer is needed for dma-buf export", cb->cu.path, #f); } while (0)
 	NEED(cuDeviceGetPCIBusId);
 	NEED(cuDevicePrimaryCtxRetain);
 	NEED(cuCtxSetCurrent);
@@ -243,9 +125,8 @@ static int make_cuda(struct cuda_buf *cb, const char *lib, const char *busid,
 #undef NEED
 	r = cb->cu.cuInit(0);
 	if (r != CUDA_SUCCESS) {
-		fprintf(stderr, "Unable to initialise CUDA: %s (is the NVIDIA driver loaded?)\n",
+		return -out_fail(NVS_EX_FAIL, "Unable to initialise CUDA: %s (is the NVIDIA driver loaded?)",
 			nvs_cuda_strerror(&cb->cu, r, err, sizeof(err)));
-		return -NVS_EX_FAIL;
 	}
 	if (cb->cu.cuDeviceGetCount(&n) != CUDA_SUCCESS)
 		n = 0;
@@ -261,17 +142,15 @@ static int make_cuda(struct cuda_buf *cb, const char *lib, const char *busid,
 		}
 	}
 	if (i == n) {
-		fprintf(stderr, "No CUDA device at `%s' among %d (is CUDA_VISIBLE_DEVICES hiding it?)\n",
+		return -out_fail(NVS_EX_MISSING, "No CUDA device at `%s' among %d (is CUDA_VISIBLE_DEVICES hiding it?)",
 			busid, n);
-		return -NVS_EX_MISSING;
 	}
 	if (cb->cu.cuDeviceGetName)
 		cb->cu.cuDeviceGetName(org->cuda_dev, sizeof(org->cuda_dev), cb->dev);
 	r = cb->cu.cuDevicePrimaryCtxRetain(&ctx, cb->dev);
 	if (r != CUDA_SUCCESS) {
-		fprintf(stderr, "Unable to create a CUDA context on `%s': %s\n", busid,
+		return -out_fail(NVS_EX_FAIL, "Unable to create a CUDA context on `%s': %s", busid,
 			nvs_cuda_strerror(&cb->cu, r, err, sizeof(err)));
-		return -NVS_EX_FAIL;
 	}
 	cb->ctx = true;
 	r = cb->cu.cuCtxSetCurrent(ctx);
@@ -279,19 +158,15 @@ static int make_cuda(struct cuda_buf *cb, const char *lib, const char *busid,
 		r = cb->cu.cuMemAlloc_v2(&cb->ptr, (size_t)size);
 	if (r != CUDA_SUCCESS) {
 		cb->ptr = 0;
-		fprintf(stderr, "Unable to allocate %" PRIu64 " bytes of GPU memory: %s\n", size,
+		return -out_fail(NVS_EX_FAIL, "Unable to allocate %" PRIu64 " bytes of GPU memory: %s", size,
 			nvs_cuda_strerror(&cb->cu, r, err, sizeof(err)));
-		return -NVS_EX_FAIL;
 	}
 	r = nvs_cuda_export_dmabuf(&cb->cu, cb->ptr, (size_t)size, &fd, err, sizeof(err));
-	if (r == CUDA_ERROR_NOT_SUPPORTED) {
-		fprintf(stderr, "libcuda refused to export GPU memory as a dma-buf: %s\n", err);
-		return -NVS_EX_GATE;
-	}
-	if (r != CUDA_SUCCESS) {
-		fprintf(stderr, "Unable to export GPU memory as a dma-buf: %s\n", err);
-		return r == NVS_CUDA_NO_ENTRY ? -NVS_EX_MISSING : -NVS_EX_FAIL;
-	}
+	if (r == CUDA_ERROR_NOT_SUPPORTED)
+		return -out_fail(NVS_EX_GATE, "libcuda refused to export GPU memory as a dma-buf: %s", err);
+	if (r != CUDA_SUCCESS)
+		return -out_fail(r == NVS_CUDA_NO_ENTRY ? NVS_EX_MISSING : NVS_EX_FAIL,
+				 "Unable to export GPU memory as a dma-buf: %s", err);
 	return fd;
 }
 
@@ -323,10 +198,10 @@ static const char *step_hint(const struct nvs_dmabuf_result *r)
 	switch (r->step) {
 	case NVS_DMABUF_STEP_ATTACH:
 		return "the exporter refused this importer: check the PCIe topology (same switch or a\n"
-		       "  P2P-capable root complex), ACS and the IOMMU mode (see docs/dmabuf.md)";
+		       "  P2P-capable root complex), ACS and the IOMMU mode (nvsidecar topo; nvsidecar(8), dmabuf)";
 	case NVS_DMABUF_STEP_MAP:
 		return "the exporter could not map the buffer for this importer: often BAR1 is full\n"
-		       "  or the IOMMU refused the peer mapping (see docs/dmabuf.md)";
+		       "  or the IOMMU refused the peer mapping (nvsidecar(8), dmabuf)";
 	case NVS_DMABUF_STEP_FENCE:
 		return "the exporter's fences did not signal within 5 s: the GPU is busy or hung";
 	default:
@@ -358,83 +233,71 @@ static const char *human_size(uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
-static void print_human(const struct opts *o, const struct origin *org,
-			const struct nvs_dmabuf_result *r, int code)
+static void show(const struct opts *o, const struct origin *org, const struct nvs_dmabuf_result *r, int code)
 {
-	bool c = want_color();
-	const char *g = c ? "\033[32m" : "", *red = c ? "\033[31m" : "", *y = c ? "\033[33m" : "";
-	const char *b = c ? "\033[1m" : "", *n = c ? "\033[0m" : "";
 	const char *hint = step_hint(r);
 	char s1[32];
 
 	if (code == NVS_EX_OK)
-		printf("%sdma-buf probe: OK%s, %s\n", g, n, verdict_text(r->verdict));
+		out_text("%sdma-buf probe: OK%s, %s\n", out_cfg(OUT_GOOD), out_cfg(OUT_PLAIN), verdict_text(r->verdict));
 	else if (code == NVS_EX_NOT_BAR1)
-		printf("%sdma-buf probe: mapped, but not inside BAR1%s: %s\n", y, n,
-		       verdict_text(r->verdict));
+		out_text("%sdma-buf probe: mapped, but not inside BAR1%s: %s\n", out_cfg(OUT_WARN), out_cfg(OUT_PLAIN),
+			 verdict_text(r->verdict));
 	else
-		printf("%sdma-buf probe: failed at the %s step%s: %s (%s)\n", red,
-		       nvs_dmabuf_step_name(r->step), n, strerror(r->err), errno_name(r->err));
-	printf("  %ssource%s      %s%s%s%s\n", b, n, source_names[o->source],
-	       org->cuda_dev[0] ? " (" : "", org->cuda_dev, org->cuda_dev[0] ? ")" : "");
-	printf("  %sexporter%s    %s\n", b, n, r->exporter[0] ? r->exporter : "-");
-	printf("  %simporter%s    %s\n", b, n, r->importer[0] ? r->importer : "-");
-	printf("  %ssize%s        %" PRIu64 " (%s)\n", b, n, r->size, human_size(r->size, s1, sizeof(s1)));
-	if (r->step == NVS_DMABUF_STEP_DONE) {
-		printf("  %sentries%s     %" PRIu32 "\n", b, n, r->nents);
-		printf("  %smapped%s      %" PRIu64 "\n", b, n, r->mapped);
-		printf("  %ssegments%s    %" PRIu64 " .. %" PRIu64 " bytes\n", b, n, r->seg_min, r->seg_max);
-		printf("  %sverdict%s     %s\n", b, n, nvs_dmabuf_verdict_name(r->verdict));
-	}
-	if (org->gpu != NVS_GPU_ANY)
-		printf("  %sBAR1%s        0x%" PRIx64 " + %s (gpu%d %s)\n", b, n, r->bar1_start,
-		       human_size(r->bar1_len, s1, sizeof(s1)), org->gpu, org->gpu_busid);
-	printf("  %sp2p%s         %s", b, n, nvs_p2p_name(r->p2p));
-	if (r->p2p == NVS_P2P_ALLOWED || r->p2p == NVS_P2P_REFUSED)
-		printf(" (pci_p2pdma_distance %" PRId32 ")\n", r->p2p_distance);
-	else if (r->p2p == NVS_P2P_UNKNOWN)
-		printf(" (kernel built without CONFIG_PCI_P2PDMA)\n");
-	else
-		printf(" (no GPU to compare against)\n");
-	if (hint)
-		printf("  %shint%s        %s\n", b, n, hint);
-}
-
-static void print_json(const struct opts *o, const struct origin *org,
-		       const struct nvs_dmabuf_result *r, int code)
-{
-	struct json j;
-
-	json_init(&j, stdout, true);
-	json_obj_open(&j, NULL);
-	json_str(&j, "source", source_names[o->source]);
-	json_str(&j, "cuda_device", org->cuda_dev[0] ? org->cuda_dev : NULL);
+		out_text("%sdma-buf probe: failed at the %s step%s: %s (%s)\n", out_cfg(OUT_BAD),
+			 nvs_dmabuf_step_name(r->step), out_cfg(OUT_PLAIN), strerror(r->err), errno_name(r->err));
+	out_bool(OUT_JSON, "ok", NULL, code == NVS_EX_OK);
+	out_int(OUT_JSON, "exit", NULL, code);
+	out_int(OUT_JSON, "exit_code", NULL, code);
+	out_text("  %ssource%s      ", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN));
+	out_str(OUT_ANY, "source", "%s", source_names[o->source]);
+	out_str(OUT_ANY, "cuda_device", org->cuda_dev[0] ? " (%s)" : NULL, org->cuda_dev[0] ? org->cuda_dev : NULL);
+	out_text("\n");
 	if (org->gpu != NVS_GPU_ANY) {
-		json_int(&j, "gpu", org->gpu);
-		json_str(&j, "gpu_busid", org->gpu_busid);
+		out_int(OUT_JSON, "gpu", NULL, org->gpu);
+		out_str(OUT_JSON, "gpu_busid", NULL, org->gpu_busid);
 	} else {
-		json_null(&j, "gpu");
-		json_null(&j, "gpu_busid");
+		out_null("gpu");
+		out_null("gpu_busid");
 	}
-	json_bool(&j, "ok", code == NVS_EX_OK);
-	json_int(&j, "exit_code", code);
-	json_str(&j, "step", nvs_dmabuf_step_name(r->step));
-	json_int(&j, "errno", r->err);
-	json_str(&j, "error", r->err ? strerror(r->err) : NULL);
-	json_str(&j, "exporter", r->exporter);
-	json_str(&j, "importer", r->importer);
-	json_uint(&j, "size", r->size);
-	json_uint(&j, "nents", r->nents);
-	json_uint(&j, "mapped", r->mapped);
-	json_uint(&j, "seg_min", r->seg_min);
-	json_uint(&j, "seg_max", r->seg_max);
-	json_str(&j, "verdict", nvs_dmabuf_verdict_name(r->verdict));
-	json_uint(&j, "bar1_start", r->bar1_start);
-	json_uint(&j, "bar1_len", r->bar1_len);
-	json_str(&j, "p2p", nvs_p2p_name(r->p2p));
-	json_int(&j, "p2p_distance", r->p2p_distance);
-	json_obj_close(&j);
-	json_end(&j);
+	out_str(OUT_JSON, "step", NULL, nvs_dmabuf_step_name(r->step));
+	out_int(OUT_JSON, "errno", NULL, r->err);
+	out_str(OUT_JSON, "error", NULL, r->err ? strerror(r->err) : NULL);
+	out_text("  %sexporter%s    ", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN));
+	out_str(OUT_ANY, "exporter", "%s\n", r->exporter[0] || out_json() ? r->exporter : "-");
+	out_text("  %simporter%s    ", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN));
+	out_str(OUT_ANY, "importer", "%s\n", r->importer[0] || out_json() ? r->importer : "-");
+	out_text("  %ssize%s        ", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN));
+	out_uint(OUT_ANY, "size", "%llu", r->size);
+	out_text(" (%s)\n", human_size(r->size, s1, sizeof(s1)));
+	out_uint(OUT_JSON, "nents", NULL, r->nents);
+	out_uint(OUT_JSON, "mapped", NULL, r->mapped);
+	out_uint(OUT_JSON, "seg_min", NULL, r->seg_min);
+	out_uint(OUT_JSON, "seg_max", NULL, r->seg_max);
+	out_str(OUT_JSON, "verdict", NULL, nvs_dmabuf_verdict_name(r->verdict));
+	if (r->step == NVS_DMABUF_STEP_DONE) {
+		out_text("  %sentries%s     %" PRIu32 "\n", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN), r->nents);
+		out_text("  %smapped%s      %" PRIu64 "\n", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN), r->mapped);
+		out_text("  %ssegments%s    %" PRIu64 " .. %" PRIu64 " bytes\n", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN),
+			 r->seg_min, r->seg_max);
+		out_text("  %sverdict%s     %s\n", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN), nvs_dmabuf_verdict_name(r->verdict));
+	}
+	out_uint(OUT_JSON, "bar1_start", NULL, r->bar1_start);
+	out_uint(OUT_JSON, "bar1_len", NULL, r->bar1_len);
+	if (org->gpu != NVS_GPU_ANY)
+		out_text("  %sBAR1%s        0x%" PRIx64 " + %s (gpu%d %s)\n", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN),
+			 r->bar1_start, human_size(r->bar1_len, s1, sizeof(s1)), org->gpu, org->gpu_busid);
+	out_text("  %sp2p%s         ", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN));
+	out_str(OUT_ANY, "p2p", "%s", nvs_p2p_name(r->p2p));
+	out_int(OUT_JSON, "p2p_distance", NULL, r->p2p_distance);
+	if (r->p2p == NVS_P2P_ALLOWED || r->p2p == NVS_P2P_REFUSED)
+		out_text(" (pci_p2pdma_distance %" PRId32 ")\n", r->p2p_distance);
+	else if (r->p2p == NVS_P2P_UNKNOWN)
+		out_text(" (kernel built without CONFIG_PCI_P2PDMA)\n");
+	else
+		out_text(" (no GPU to compare against)\n");
+	if (hint)
+		out_text("  %shint%s        %s\n", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN), hint);
 }
 
 static void print_dump(const struct opts *o, const struct nvs_dmabuf_result *r)
@@ -447,9 +310,12 @@ static void print_dump(const struct opts *o, const struct nvs_dmabuf_result *r)
 	       nvs_p2p_name(r->p2p), r->p2p_distance, nvs_dmabuf_step_name(r->step), r->err);
 }
 
+/* Returns 0 to run, 1 after --help, or the exit code (reported). */
 static int parse_args(int argc, const char *argv[], struct opts *o)
 {
-	int i, ret;
+	const char *u = "dmabuf probe";
+	uint64_t v64;
+	int i;
 
 	memset(o, 0, sizeof(*o));
 	o->fd = -1;
@@ -459,6 +325,7 @@ static int parse_args(int argc, const char *argv[], struct opts *o)
 
 		if (!strcmp(a, "--json")) {
 			o->json = true;
+			out_set_json(true);
 			continue;
 		}
 		if (!strcmp(a, "--dump")) {
@@ -467,151 +334,116 @@ static int parse_args(int argc, const char *argv[], struct opts *o)
 		}
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			show_usage(stdout);
-			exit(NVS_EX_OK);
+			return 1;
 		}
 		if (strcmp(a, "--gpu") && strcmp(a, "--source") && strcmp(a, "--fd") &&
-		    strcmp(a, "--importer") && strcmp(a, "--size") && strcmp(a, "--lib")) {
-			fprintf(stderr, "Invalid argument: `%s'\n", a);
-			return -EINVAL;
-		}
-		if (!v) {
-			fprintf(stderr, "%s needs a value\n", a);
-			return -EINVAL;
-		}
+		    strcmp(a, "--importer") && strcmp(a, "--size") && strcmp(a, "--lib"))
+			return out_usage(u, "Invalid argument: `%s'", a);
+		if (!v)
+			return out_usage(u, "Missing value for `%s'", a);
 		++i;
 		if (!strcmp(a, "--gpu")) {
+			/* checked before the module is asked: a typo is an argument error */
+			if (!nvs_gpu_spec_ok(v))
+				return out_usage(u, "Invalid --gpu (gpuN, N or a PCI bus id such as 0000:01:00.0): `%s'", v);
 			o->gpu_arg = v;
 		} else if (!strcmp(a, "--importer")) {
+			if (!nvs_bdf_ok(v))
+				return out_usage(u, "Invalid --importer (a PCI bus id such as 0000:41:00.0): `%s'", v);
 			o->importer = v;
 		} else if (!strcmp(a, "--lib")) {
+			if (!*v)
+				return out_usage(u, "Empty value for `--lib'");
 			o->lib = v;
 		} else if (!strcmp(a, "--size")) {
-			ret = parse_size(v, &o->size);
-			if (ret) {
-				fprintf(stderr, "Invalid size: `%s' (bytes with an optional K, M or G suffix, a non-zero multiple of %ld)\n",
-					v, sysconf(_SC_PAGESIZE));
-				return ret;
-			}
+			long page = sysconf(_SC_PAGESIZE);
+
+			if (nvs_parse_size(v, 1, UINT64_MAX, page > 0 ? (uint64_t)page : 4096, &o->size))
+				return out_usage(u, "Invalid size: `%s' (bytes with an optional K, M or G suffix, a non-zero multiple of %ld)",
+						 v, page);
 		} else if (!strcmp(a, "--fd")) {
-			if (o->source != SRC_NONE || parse_fd(v, &o->fd)) {
-				fprintf(stderr, o->source != SRC_NONE ? "Give either --source or --fd\n"
-								      : "Invalid file descriptor: `%s'\n", v);
-				return -EINVAL;
-			}
+			if (o->source != SRC_NONE)
+				return out_usage(u, "Give either --source or --fd");
+			if (nvs_parse_u64(v, 0, INT_MAX, &v64))
+				return out_usage(u, "Invalid file descriptor: `%s'", v);
+			o->fd = (int)v64;
 			o->source = SRC_FD;
 		} else {
-			if (o->source != SRC_NONE) {
-				fprintf(stderr, "Give --source or --fd once\n");
-				return -EINVAL;
-			}
+			if (o->source != SRC_NONE)
+				return out_usage(u, "Give --source or --fd once");
 			if (!strcmp(v, "cuda"))
 				o->source = SRC_CUDA;
 			else if (!strcmp(v, "udmabuf"))
 				o->source = SRC_UDMABUF;
 			else if (!strcmp(v, "dma-heap"))
 				o->source = SRC_HEAP;
-			else {
-				fprintf(stderr, "Invalid source: `%s' (cuda, udmabuf or dma-heap)\n", v);
-				return -EINVAL;
-			}
+			else
+				return out_usage(u, "Invalid source: `%s' (cuda, udmabuf or dma-heap)", v);
 		}
 	}
-	if (o->json && o->dump) {
-		fprintf(stderr, "Choose one of --json and --dump\n");
-		return -EINVAL;
-	}
+	if (o->json && o->dump)
+		return out_usage(u, "Choose one of --json and --dump");
 	if (o->source == SRC_NONE)
 		o->source = o->gpu_arg ? SRC_CUDA : SRC_NONE;
-	if (o->source == SRC_NONE) {
-		fprintf(stderr, "Nothing to probe: give --gpu, --source or --fd\n");
-		return -EINVAL;
-	}
-	if (o->source == SRC_CUDA && !o->gpu_arg) {
-		fprintf(stderr, "--source cuda needs --gpu to say which GPU to allocate on\n");
-		return -EINVAL;
-	}
-	if (!o->gpu_arg && !o->importer) {
-		fprintf(stderr, "Name an importer with --importer, or a GPU with --gpu\n");
-		return -EINVAL;
-	}
+	if (o->source == SRC_NONE)
+		return out_usage(u, "Nothing to probe: give --gpu, --source or --fd");
+	if (o->source == SRC_CUDA && !o->gpu_arg)
+		return out_usage(u, "--source cuda needs --gpu to say which GPU to allocate on");
+	if (!o->gpu_arg && !o->importer)
+		return out_usage(u, "Name an importer with --importer, or a GPU with --gpu");
 	return 0;
-}
-
-static int exit_for_errno(int e)
-{
-	switch (e) {
-	case EPERM: case EACCES: return NVS_EX_PERM;
-	case ENOENT: return NVS_EX_MISSING;
-	default: return NVS_EX_FAIL;
-	}
 }
 
 static int probe_main(int argc, const char *argv[])
 {
-	struct nvs_gpu_info *gpus = NULL;
 	struct nvs_dmabuf_result res;
-	struct nvs_handle *h = NULL;
+	struct nvs_cli c = { 0 };
 	struct cuda_buf cb = { 0 };
 	struct origin org = { .gpu = NVS_GPU_ANY };
 	struct opts o;
 	bool have_cuda = false;
-	size_t ngpus = 0;
-	uint32_t idx;
+	char err[512];
 	int ret, fd = -1, code;
 
-	if (parse_args(argc, argv, &o))
-		return NVS_EX_USAGE;
+	ret = parse_args(argc, argv, &o);
+	if (ret)
+		return ret == 1 ? NVS_EX_OK : ret;
 
-	if (nvs_open(&h) < 0) {
-		fprintf(stderr, "%s\n", nvs_last_error(NULL));
-		return errno == ENOENT ? NVS_EX_MISSING : exit_for_errno(errno);
+	ret = nvs_cli_open(&c, false, o.gpu_arg);
+	if (ret)
+		goto cleanup;
+	if (c.sel) {
+		org.gpu = (int)c.sel->index;
+		snprintf(org.gpu_busid, sizeof(org.gpu_busid), "%s", c.sel->busid);
 	}
-	if (o.gpu_arg) {
-		if (nvs_gpu_list(h, &gpus, &ngpus) < 0) {
-			fprintf(stderr, "Unable to list GPUs: %s\n", nvs_last_error(h));
-			ret = exit_for_errno(errno);
-			goto cleanup;
-		}
-		if (nvs_parse_gpu(o.gpu_arg, gpus, ngpus, &idx) < 0) {
-			fprintf(stderr, "No such GPU: `%s' (see `%s status')\n", o.gpu_arg, PROG_NAME);
-			ret = NVS_EX_USAGE;
-			goto cleanup;
-		}
-		org.gpu = (int)idx;
-		for (size_t i = 0; i < ngpus; ++i)
-			if (gpus[i].index == idx)
-				snprintf(org.gpu_busid, sizeof(org.gpu_busid), "%s", gpus[i].busid);
-	}
-
 	switch (o.source) {
 	case SRC_CUDA:
-		fd = make_cuda(&cb, o.lib, org.gpu_busid, o.size, &org);
 		have_cuda = true;
+		fd = make_cuda(&cb, o.lib, org.gpu_busid, o.size, &org);
 		if (fd < 0) {
 			ret = -fd;
 			goto cleanup;
 		}
 		break;
 	case SRC_UDMABUF:
-		fd = make_udmabuf(o.size);
+		fd = nvs_udmabuf_create(o.size, NULL, err, sizeof(err));
 		break;
 	case SRC_HEAP:
-		fd = make_heap(o.size);
+		fd = nvs_dmaheap_alloc(o.size, err, sizeof(err));
 		break;
 	default:
 		break;
 	}
 	if (o.source != SRC_FD && fd < 0) {
-		ret = NVS_EX_FAIL;
+		ret = out_fail(fd == -ENOENT ? NVS_EX_MISSING : nvs_exit_for_errno(-fd), "%s", err);
 		goto cleanup;
 	}
 
-	ret = nvs_dmabuf_probe(h, o.source == SRC_FD ? o.fd : fd, o.importer, org.gpu, &res);
+	ret = nvs_dmabuf_probe(c.h, o.source == SRC_FD ? o.fd : fd, o.importer, org.gpu, &res);
 	if (ret < 0) {
-		int e = -ret;
-
-		fprintf(stderr, "Unable to probe the dma-buf: %s\n", nvs_last_error(h));
-		ret = exit_for_errno(e);
+		/* ENOENT here is a missing device, not a missing module */
+		ret = out_fail(-ret == EPERM || -ret == EACCES ? NVS_EX_PERM : NVS_EX_FAIL,
+			       "Unable to probe the dma-buf: %s", nvs_last_error(c.h));
 		goto cleanup;
 	}
 	if (res.err)
@@ -621,21 +453,20 @@ static int probe_main(int argc, const char *argv[])
 	else
 		code = NVS_EX_OK;
 
-	if (o.json)
-		print_json(&o, &org, &res, code);
-	else if (o.dump)
+	if (o.dump) {
 		print_dump(&o, &res);
-	else
-		print_human(&o, &org, &res, code);
-	ret = code;
+	} else {
+		out_begin(true);
+		show(&o, &org, &res, code);
+	}
+	ret = out_end() < 0 && !code ? NVS_EX_FAIL : code;
 
 cleanup:
 	if (fd >= 0)
 		close(fd);
 	if (have_cuda)
 		cuda_release(&cb);
-	free(gpus);
-	nvs_close(h);
+	nvs_cli_close(&c);
 	return ret;
 }
 
@@ -649,9 +480,6 @@ int dmabuf_main(int argc, const char *argv[])
 		return NVS_EX_OK;
 	}
 	if (argc < 2)
-		fprintf(stderr, "Missing action: `probe'\n");
-	else
-		fprintf(stderr, "Invalid action: `%s' (the only one is `probe')\n", argv[1]);
-	show_usage(stderr);
-	return NVS_EX_USAGE;
+		return out_usage("dmabuf", "Missing action: `probe'");
+	return out_usage("dmabuf", "Invalid action: `%s' (the only one is `probe')", argv[1]);
 }

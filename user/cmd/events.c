@@ -7,10 +7,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/json.h"
 #include "libnvsidecar.h"
 #include "cmd/subcommands.h"
 #include "common/exit.h"
+#include "common/gpu.h"
 #include "common/out.h"
 
 
@@ -35,66 +35,52 @@ static void show_usage(FILE *f, const char *name)
 		"  --count N    exit after N events\n"
 		"  --timeout S  exit after S seconds (30, 1.5, 500ms, 2m)\n\n"
 		"Exit codes: 0 success (N events seen, or the timeout passed without\n"
-		"--count), 1 failure, events lost, or --timeout before --count events,\n"
-		"2 invalid arguments, 3 the module is not loaded.\n");
+		"--count), 1 failure or --timeout before --count events, 2 invalid\n"
+		"arguments, 3 the module is not loaded or no such GPU, 5 events were\n"
+		"lost (nvsidecar(8) has the table).\n");
 }
 
-static void print_event(const struct nvs_event_info *ev, bool as_json)
+/* One event: a line of text, or one JSON document on its own line. */
+static void show_event(const struct nvs_event_info *ev)
 {
 	const struct nvs_sensor_info *s = &ev->sensor;
 	char a[16], b[16];
 
-	if (as_json) {
-		struct json j;
-
-		json_init(&j, stdout, false);
-		json_obj_open(&j, NULL);
-		json_str(&j, "type", nvs_event_name(ev->type));
-		json_uint(&j, "ts_ns", ev->ts_ns);
-		if (ev->has_gpu)
-			json_uint(&j, "gpu", ev->gpu);
-		else
-			json_null(&j, "gpu");
-		json_str(&j, "busid", ev->busid[0] ? ev->busid : NULL);
-		if (ev->has_status) {
-			json_str(&j, "status", nvs_status_name(ev->status));
-			json_str(&j, "reason", ev->reason[0] ? ev->reason : NULL);
-		}
-		if (ev->has_sensor) {
-			json_obj_open(&j, "sensor");
-			json_uint(&j, "id", s->id);
-			json_str(&j, "label", s->label);
-			json_bool(&j, "valid", s->valid);
-			if (s->valid)
-				json_int(&j, "mc", s->mc);
-			else
-				json_null(&j, "mc");
-			if (s->has_max)
-				json_int(&j, "max_mc", s->max);
-			else
-				json_null(&j, "max_mc");
-			json_bool(&j, "alarm", s->alarm);
-			json_obj_close(&j);
-		}
-		json_obj_close(&j);
-		json_end(&j);
-		return;
-	}
-	printf("[%5" PRIu64 ".%06" PRIu64 "] ", ev->ts_ns / 1000000000, ev->ts_ns / 1000 % 1000000);
+	out_begin(false);
+	out_text("[%5" PRIu64 ".%06" PRIu64 "] ", ev->ts_ns / 1000000000, ev->ts_ns / 1000 % 1000000);
+	out_str(OUT_JSON, "type", NULL, nvs_event_name(ev->type));
+	out_uint(OUT_JSON, "ts_ns", NULL, ev->ts_ns);
 	if (ev->has_gpu)
-		printf("gpu%u ", ev->gpu);
-	if (ev->busid[0])
-		printf("%s ", ev->busid);
-	printf("%s", nvs_event_name(ev->type));
-	if (ev->has_status)
-		printf(" %s%s%s", nvs_status_name(ev->status), ev->reason[0] ? ": " : "", ev->reason);
-	if (ev->has_sensor) {
-		printf(" %s %s °C", s->label, s->valid ? nvs_format_mc(a, sizeof(a), s->mc) : "n/a");
-		if (s->has_max)
-			printf(" %s %s °C", s->alarm ? ">" : "<=", nvs_format_mc(b, sizeof(b), s->max));
+		out_uint(OUT_ANY, "gpu", "gpu%llu ", ev->gpu);
+	else
+		out_null("gpu");
+	out_str(OUT_ANY, "busid", ev->busid[0] ? "%s " : NULL, ev->busid[0] ? ev->busid : NULL);
+	out_str(OUT_TEXT, NULL, "%s", nvs_event_name(ev->type));
+	if (ev->has_status) {
+		out_str(OUT_ANY, "status", " %s", nvs_status_name(ev->status));
+		out_str(OUT_ANY, "reason", ev->reason[0] ? ": %s" : NULL, ev->reason[0] ? ev->reason : NULL);
 	}
-	printf("\n");
-	fflush(stdout);
+	if (ev->has_sensor) {
+		out_obj(OUT_JSON, "sensor");
+		out_uint(OUT_JSON, "id", NULL, s->id);
+		out_str(OUT_ANY, "label", " %s", s->label);
+		out_bool(OUT_JSON, "valid", NULL, s->valid);
+		if (s->valid)
+			out_int(OUT_JSON, "mc", NULL, s->mc);
+		else
+			out_null("mc");
+		out_text(" %s °C", s->valid ? nvs_format_mc(a, sizeof(a), s->mc) : "n/a");
+		if (s->has_max) {
+			out_int(OUT_JSON, "max_mc", NULL, s->max);
+			out_text(" %s %s °C", s->alarm ? ">" : "<=", nvs_format_mc(b, sizeof(b), s->max));
+		} else {
+			out_null("max_mc");
+		}
+		out_bool(OUT_JSON, "alarm", NULL, s->alarm);
+		out_obj_end(OUT_JSON);
+	}
+	out_text("\n");
+	out_end();
 }
 
 static int64_t now_ms(void)
@@ -108,81 +94,56 @@ static int64_t now_ms(void)
 int events_main(int argc, const char *argv[])
 {
 	struct sigaction sa = { .sa_handler = on_signal };
-	struct nvs_gpu_info *gpus = NULL;
-	struct nvs_handle *h = NULL;
+	struct nvs_cli c = { 0 };
 	const char *gpu = NULL;
 	char busid[NVS_BUSID_LEN] = "";
 	uint64_t timeout_ms = 0;
 	uint32_t count = 0, seen = 0;
-	bool as_json = false, lost = false;
+	bool lost = false;
 	int64_t deadline = -1;
-	size_t n = 0;
-	int ret = NVS_EX_USAGE;
+	int ret;
 
 	for (int i = 1; i < argc; ++i) {
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			show_usage(stdout, argv[0]);
 			return NVS_EX_OK;
-		} else if (!strcmp(argv[i], "--json")) {
-			as_json = true;
-		} else if (!strcmp(argv[i], "--gpu") && v) {
-			gpu = v;
-			++i;
-		} else if (!strcmp(argv[i], "--count") && v) {
-			if (nvs_parse_u32(v, 1, UINT32_MAX, &count) < 0) {
-				fprintf(stderr, "Invalid --count (a positive number): `%s'\n", v);
-				goto usage;
-			}
-			++i;
-		} else if (!strcmp(argv[i], "--timeout") && v) {
-			if (nvs_parse_duration_ms(v, 1, 7ULL * 24 * 3600 * 1000, &timeout_ms) < 0) {
-				fprintf(stderr, "Invalid --timeout (1 ms to 7 days, e.g. 30, 1.5, "
-					"500ms, 2m): `%s'\n", v);
-				goto usage;
-			}
+		} else if (!strcmp(a, "--json")) {
+			out_set_json(true);
+		} else if (strcmp(a, "--gpu") && strcmp(a, "--count") && strcmp(a, "--timeout")) {
+			return out_usage(argv[0], "Unknown argument: `%s'", a);
+		} else if (!v) {
+			return out_usage(argv[0], "Missing value for `%s'", a);
+		} else if (!strcmp(a, "--gpu")) {
+			if (!nvs_gpu_spec_ok(v))
+				return out_usage(argv[0], "Invalid --gpu (gpuN, N or a PCI bus id): `%s'", v);
+			gpu = argv[++i];
+		} else if (!strcmp(a, "--count")) {
+			if (nvs_parse_u32(v, 1, UINT32_MAX, &count) < 0)
+				return out_usage(argv[0], "Invalid --count (a positive number): `%s'", v);
 			++i;
 		} else {
-			bool needs_value = !v && (!strcmp(argv[i], "--gpu") ||
-						   !strcmp(argv[i], "--count") ||
-						   !strcmp(argv[i], "--timeout"));
-
-			fprintf(stderr, needs_value ? "Missing value for `%s'\n" :
-				"Unknown argument: `%s'\n", argv[i]);
-			goto usage;
+			if (nvs_parse_duration_ms(v, 1, 7ULL * 24 * 3600 * 1000, &timeout_ms) < 0)
+				return out_usage(argv[0], "Invalid --timeout (1 ms to 7 days, e.g. 30, 1.5, 500ms, 2m): `%s'", v);
+			++i;
 		}
 	}
 
-	ret = NVS_EX_FAIL;
-	if (nvs_open(&h) < 0) {
-		fprintf(stderr, "%s\n", nvs_last_error(NULL));
-		ret = errno == ENOENT ? NVS_EX_MISSING : NVS_EX_FAIL;
+	ret = nvs_cli_open(&c, false, gpu);
+	if (ret)
 		goto cleanup;
-	}
-	if (gpu) {
-		uint32_t idx;
-
-		if (nvs_gpu_list(h, &gpus, &n) < 0) {
-			fprintf(stderr, "Unable to list GPUs: %s\n", nvs_last_error(h));
-			goto cleanup;
-		}
-		if (nvs_parse_gpu(gpu, gpus, n, &idx) < 0) {
-			fprintf(stderr, "No such GPU: `%s' (see `%s status')\n", gpu, PROG_NAME);
-			goto cleanup;
-		}
-		for (size_t i = 0; i < n; ++i)
-			if (gpus[i].index == idx)
-				memcpy(busid, gpus[i].busid, sizeof(busid));
-	}
-	if (nvs_events_subscribe(h) < 0) {
-		fprintf(stderr, "Unable to subscribe to events: %s\n", nvs_last_error(h));
+	if (c.sel)
+		memcpy(busid, c.sel->busid, sizeof(busid));
+	ret = NVS_EX_FAIL;
+	if (nvs_events_subscribe(c.h) < 0) {
+		ret = out_fail(nvs_exit_for_errno(errno), "Unable to subscribe to events: %s", nvs_last_error(c.h));
 		goto cleanup;
 	}
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	fprintf(stderr, "Listening for events\n");
+	out_note("Listening for events");
 	if (timeout_ms)
 		deadline = now_ms() + (int64_t)timeout_ms;
 
@@ -197,34 +158,30 @@ int events_main(int argc, const char *argv[])
 				break;
 			wait = left > 60000 ? 60000 : (int)left;
 		}
-		if (nvs_event_recv(h, &ev, wait) < 0) {
+		if (nvs_event_recv(c.h, &ev, wait) < 0) {
 			if (errno == ETIMEDOUT || errno == EINTR)
 				continue;
 			if (errno == ENOBUFS) {
-				fprintf(stderr, "%s\n", nvs_last_error(h));
+				out_note("%s", nvs_last_error(c.h));
 				lost = true;
 				continue;
 			}
-			fprintf(stderr, "Unable to receive events: %s\n", nvs_last_error(h));
+			/* a JSON consumer gets the failure as the stream's last document */
+			ret = out_fail(NVS_EX_FAIL, "Unable to receive events: %s", nvs_last_error(c.h));
 			goto cleanup;
 		}
 		if (busid[0] && strcmp(ev.busid, busid))
 			continue;
-		print_event(&ev, as_json);
+		show_event(&ev);
 		++seen;
 	}
 	if (count && seen < count && !stop) {
-		fprintf(stderr, "Timed out with %u of %u events\n", seen, count);
+		ret = out_fail(NVS_EX_FAIL, "Timed out with %u of %u events", seen, count);
 		goto cleanup;
 	}
-	ret = lost ? NVS_EX_FAIL : NVS_EX_OK;
+	ret = lost ? NVS_EX_LOST : NVS_EX_OK;
 
 cleanup:
-	free(gpus);
-	nvs_close(h);
-	return ret;
-
-usage:
-	show_usage(stderr, argv[0]);
+	nvs_cli_close(&c);
 	return ret;
 }

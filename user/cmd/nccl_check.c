@@ -7,294 +7,391 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "check/nccl.h"
 #include "cmd/subcommands.h"
 #include "common/exit.h"
-#include "common/json.h"
 #include "common/out.h"
 
-enum { EXP_P2P = 1, EXP_GDR = 2, EXP_DMABUF = 4, EXP_DIRECT = 8 };
+enum { EXP_P2P, EXP_GDR, EXP_DMABUF, EXP_DIRECT, EXP__COUNT };
+static const char *const exp_names[EXP__COUNT] = { "p2p", "gdr", "dmabuf", "direct" };
 
-static int parse_expect(const char *s, unsigned int *exp)
+struct expect {
+	bool asked, ok;
+	char why[384];
+	char where[1024];
+};
+
+static int parse_expect(const char *s, struct expect *e)
 {
 	char buf[128], *tok, *save = NULL;
+	bool any = false;
 
+	if (strlen(s) >= sizeof(buf))
+		return -EINVAL;
 	snprintf(buf, sizeof(buf), "%s", s);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (!strcmp(tok, "p2p"))
-			*exp |= EXP_P2P;
-		else if (!strcmp(tok, "direct"))
-			*exp |= EXP_DIRECT;
-		else if (!strcmp(tok, "gdr"))
-			*exp |= EXP_GDR;
-		else if (!strcmp(tok, "dmabuf"))
-			*exp |= EXP_DMABUF;
-		else
+		int k;
+
+		for (k = 0; k < EXP__COUNT && strcmp(tok, exp_names[k]); ++k)
+			;
+		if (k == EXP__COUNT)
 			return -EINVAL;
+		e[k].asked = any = true;
 	}
-	return *exp ? 0 : -EINVAL;
+	return any ? 0 : -EINVAL;
 }
 
-static void print_human(const struct nvs_nccl_log *log, bool color)
+static void show_gpus(const char *key, const struct nvs_nccl_gpus *g)
 {
-	const char *b = color ? "\033[1m" : "", *o = color ? "\033[0m" : "", *w = color ? "\033[33m" : "";
+	out_arr(OUT_JSON, key);
+	for (size_t i = 0; i < g->n; ++i) {
+		out_obj(OUT_JSON, NULL);
+		out_str(OUT_JSON, "host", NULL, g->v[i].host[0] ? g->v[i].host : NULL);
+		out_int(OUT_ANY, "dev", i ? ", GPU %lld" : "GPU %lld", g->v[i].dev);
+		if (g->v[i].host[0])
+			out_str(OUT_TEXT, NULL, " on %s", g->v[i].host);
+		out_obj_end(OUT_JSON);
+	}
+	out_arr_end(OUT_JSON);
+}
+
+/* "NET/IB with GDRDMA" and kin, one row per network and GDR use. */
+static void show_transports(const struct nvs_nccl_log *log)
+{
 	size_t per[NVS_NCCL__COUNT] = { 0 };
 
-	printf("%sNCCL%s %s, %zu NCCL lines of %zu, %zu connection(s), %zu rank(s) completed init\n", b, o,
-	       log->version[0] ? log->version : "(version not logged)", log->nccl_lines, log->lines,
-	       log->n_conns, log->init_complete);
 	for (size_t i = 0; i < log->n_conns; ++i)
 		per[log->conns[i].t]++;
-	printf("\n%sTransports%s\n", b, o);
-	for (int t = 0; t < NVS_NCCL__COUNT; ++t)
-		if (per[t])
-			printf("  %-20s %zu\n", nvs_nccl_transport_str(t), per[t]);
-	if (!log->n_conns)
-		printf("  none logged\n");
-
-	printf("\n%sConnections%s (rank -> peer: channels, transport)\n", b, o);
+	out_text("\n%sTransports%s\n", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN));
+	out_obj(OUT_JSON, "transports");
+	for (int t = 0; t < NVS_NCCL__COUNT; ++t) {
+		out_uint(OUT_JSON, nvs_nccl_transport_str(t), NULL, per[t]);
+		if (per[t] && !nvs_nccl_is_net(t))
+			out_text("  %-28s %zu\n", nvs_nccl_transport_str(t), per[t]);
+	}
+	out_obj_end(OUT_JSON);
+	out_arr(OUT_JSON, "networks");
 	for (size_t i = 0; i < log->n_conns; ++i) {
 		const struct nvs_nccl_conn *c = &log->conns[i];
+		size_t n = 0, gdr = 0;
 		bool seen = false;
+		char name[96];
 
-		for (size_t k = 0; k < i && !seen; ++k) {
-			const struct nvs_nccl_conn *p = &log->conns[k];
-
-			seen = p->from_rank == c->from_rank && p->to_rank == c->to_rank &&
-			       !strcmp(p->via, c->via) && !strcmp(p->dir, c->dir);
-		}
+		if (!nvs_nccl_is_net(c->t))
+			continue;
+		for (size_t k = 0; k < i && !seen; ++k)
+			seen = nvs_nccl_is_net(log->conns[k].t) && !strcmp(log->conns[k].net, c->net);
 		if (seen)
 			continue;
-		printf("  rank %d -> %d%s%s%s: %s", c->from_rank, c->to_rank, c->dir[0] ? " [" : "", c->dir,
-		       c->dir[0] ? "]" : "", c->kind);
-		for (size_t k = i, first = 1; k < log->n_conns; ++k) {
-			const struct nvs_nccl_conn *p = &log->conns[k];
-
-			if (p->from_rank == c->from_rank && p->to_rank == c->to_rank && !strcmp(p->via, c->via) &&
-			    !strcmp(p->dir, c->dir)) {
-				printf("%s%02d", first ? " " : ",", p->channel);
-				first = 0;
-			}
+		for (size_t k = i; k < log->n_conns; ++k) {
+			if (!nvs_nccl_is_net(log->conns[k].t) || strcmp(log->conns[k].net, c->net))
+				continue;
+			n++;
+			gdr += log->conns[k].gdr;
 		}
-		printf(" via %s%s%s%s\n", c->via, c->gdr ? " (GDR)" : "", c->host[0] ? " on " : "", c->host);
+		out_obj(OUT_JSON, NULL);
+		out_str(OUT_JSON, "name", NULL, c->net);
+		out_uint(OUT_JSON, "connections", NULL, n);
+		out_uint(OUT_JSON, "gdr", NULL, gdr);
+		out_obj_end(OUT_JSON);
+		snprintf(name, sizeof(name), "NET/%s with GDRDMA", c->net);
+		if (gdr)
+			out_str(OUT_TEXT, NULL, "  %-28s ", name);
+		out_uint(OUT_TEXT, NULL, gdr ? "%llu\n" : NULL, gdr);
+		snprintf(name, sizeof(name), "NET/%s without GDR", c->net);
+		if (n > gdr)
+			out_str(OUT_TEXT, NULL, "  %-28s ", name);
+		out_uint(OUT_TEXT, NULL, n > gdr ? "%llu\n" : NULL, n - gdr);
 	}
+	out_arr_end(OUT_JSON);
+	if (!log->n_conns)
+		out_text("  none logged\n");
+}
 
-	printf("\n%sDMA-BUF%s: ", b, o);
-	if (!log->n_dmabuf)
-		printf("not reported\n");
-	for (size_t i = 0; i < log->n_dmabuf; ++i)
-		printf("%sGPU %d%s%s%s", i ? ", " : "", log->dmabuf[i].dev, log->dmabuf[i].host[0] ? " on " : "",
-		       log->dmabuf[i].host, i + 1 == log->n_dmabuf ? "\n" : "");
-	if (log->all_direct_p2p >= 0)
-		printf("P2P type check: isAllDirectP2p %d\n", log->all_direct_p2p);
+static void show_connections(const struct nvs_nccl_log *log)
+{
+	out_text("\n%sConnections%s (rank -> peer: channels, transport)\n", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN));
+	out_arr(OUT_JSON, "connections");
+	for (size_t i = 0; i < log->n_conns; ++i) {
+		const struct nvs_nccl_conn *c = &log->conns[i];
 
-	if (log->n_notes)
-		printf("\n%sNotes%s\n", b, o);
+		out_obj(OUT_JSON, NULL);
+		out_str(OUT_JSON, "host", NULL, c->host[0] ? c->host : NULL);
+		out_int(OUT_JSON, "pid", NULL, c->pid);
+		out_int(OUT_JSON, "dev", NULL, c->dev);
+		out_str(OUT_JSON, "kind", NULL, c->kind);
+		out_int(OUT_JSON, "channel", NULL, c->channel);
+		out_int(OUT_JSON, "from_rank", NULL, c->from_rank);
+		out_int(OUT_JSON, "to_rank", NULL, c->to_rank);
+		out_str(OUT_JSON, "dir", NULL, c->dir[0] ? c->dir : NULL);
+		out_str(OUT_JSON, "via", NULL, c->via);
+		out_str(OUT_JSON, "transport", NULL, nvs_nccl_transport_str(c->t));
+		out_str(OUT_JSON, "net", NULL, c->net[0] ? c->net : NULL);
+		out_bool(OUT_JSON, "gdr", NULL, c->gdr);
+		out_obj_end(OUT_JSON);
+	}
+	out_arr_end(OUT_JSON);
+	if (out_json())
+		return;
+	/* Text: one row per rank pair, direction and transport, with its channels. */
+	for (size_t i = 0; i < log->n_conns; ++i) {
+		const struct nvs_nccl_conn *c = &log->conns[i], *p = i ? &log->conns[i - 1] : NULL;
+		const struct nvs_nccl_conn *nx = i + 1 < log->n_conns ? &log->conns[i + 1] : NULL;
+		bool first = !p || p->from_rank != c->from_rank || p->to_rank != c->to_rank ||
+			     strcmp(p->via, c->via) || strcmp(p->dir, c->dir);
+		bool last = !nx || nx->from_rank != c->from_rank || nx->to_rank != c->to_rank ||
+			    strcmp(nx->via, c->via) || strcmp(nx->dir, c->dir);
+
+		if (first)
+			out_text("  rank %d -> %d%s%s%s: %s", c->from_rank, c->to_rank, c->dir[0] ? " [" : "", c->dir,
+				 c->dir[0] ? "]" : "", c->kind);
+		out_text("%s%02d", first ? " " : ",", c->channel);
+		if (!last)
+			continue;
+		out_str(OUT_TEXT, NULL, " via %s", c->via);
+		out_text("%s", c->gdr ? " (GDR)" : "");
+		if (c->host[0])
+			out_str(OUT_TEXT, NULL, " on %s", c->host);
+		out_text("\n");
+	}
+}
+
+static void show_dmabuf(const struct nvs_nccl_log *log)
+{
+	bool shown = log->dmabuf_used.n > 0;
+
+	out_text("\n%sDMA-BUF%s: ", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN));
+	out_obj(OUT_JSON, "dmabuf");
+	if (!log->dmabuf_avail.n)
+		out_text("no `DMA-BUF is available' line");
+	else
+		out_text("available (NCCL's init line) on ");
+	show_gpus("available", &log->dmabuf_avail);
+	out_text("\n  used for a connection: ");
+	out_bool(OUT_JSON, "use_shown", NULL, shown);
+	if (!shown)
+		out_text("not shown by this log");
+	show_gpus("used", &log->dmabuf_used);
+	if (log->dmabuf_failed.n)
+		out_text("\n  ibv_reg_dmabuf_mr failed on ");
+	show_gpus("failed", &log->dmabuf_failed);
+	out_obj_end(OUT_JSON);
+	out_text("\n");
+}
+
+static void show_notes(const struct nvs_nccl_log *log, bool single)
+{
+	size_t shown = 0;
+
+	out_arr(OUT_JSON, "notes");
 	for (size_t i = 0; i < log->n_notes; ++i) {
 		const struct nvs_nccl_note *n = &log->notes[i];
 
-		printf("  %s%s%s%s%s: %s\n", n->warn ? w : "", n->warn ? "WARN" : "INFO", o,
-		       n->host[0] ? " " : "", n->host, n->text);
-		if (n->explain)
-			printf("        %s\n", n->explain);
+		/* network advice means nothing to a run on one node */
+		if (single && n->inter_node && !n->warn)
+			continue;
+		if (!shown++)
+			out_text("\n%sNotes%s\n", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN));
+		out_obj(OUT_JSON, NULL);
+		out_cstr(OUT_ANY, n->warn ? OUT_WARN : OUT_PLAIN, "level", "  %s", n->warn ? "WARN" : "INFO");
+		out_str(OUT_ANY, "host", n->host[0] ? " %s" : NULL, n->host[0] ? n->host : NULL);
+		out_str(OUT_ANY, "text", ": %s\n", n->text);
+		out_str(OUT_ANY, "explain", n->explain ? "        %s\n" : NULL,
+			single && n->inter_node ? NULL : n->explain);
+		out_obj_end(OUT_JSON);
 	}
-	if (log->cut_line || (log->n_conns && !log->init_complete && !log->connected))
-		printf("\n%sThe log looks truncated%s: %s\n", w, o,
-		       log->cut_line ? "it ends in the middle of a line (ignored)" :
-				       "no `Init COMPLETE' or `Connected all rings' line");
-	if (log->interleaved)
-		printf("%zu line(s) held several interleaved messages; only the last of each was read\n",
-		       log->interleaved);
+	out_arr_end(OUT_JSON);
 }
 
-static void print_json(const struct nvs_nccl_log *log, unsigned int exp, const bool *ok, char (*why)[256])
+static void show(const struct nvs_nccl_log *log, const struct expect *e, const char *const *files, int nfiles)
 {
-	struct json j;
-	static const char *const names[] = { "p2p", "gdr", "dmabuf", "direct" };
+	size_t nodes = nvs_nccl_nodes(log);
+	bool trunc = nvs_nccl_truncated(log), filtered = nvs_nccl_filtered(log);
 
-	json_init(&j, stdout, true);
-	json_obj_open(&j, NULL);
-	json_str(&j, "version", log->version[0] ? log->version : NULL);
-	json_uint(&j, "lines", log->lines);
-	json_uint(&j, "nccl_lines", log->nccl_lines);
-	json_uint(&j, "init_complete", log->init_complete);
-	json_bool(&j, "truncated", log->cut_line || (log->n_conns && !log->init_complete && !log->connected));
-	json_uint(&j, "interleaved", log->interleaved);
+	out_arr(OUT_JSON, "files");
+	for (int i = 0; i < nfiles; ++i)
+		out_str(OUT_JSON, NULL, NULL, files[i]);
+	out_arr_end(OUT_JSON);
+	out_text("%sNCCL%s ", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN));
+	out_str(OUT_ANY, "version", "%s", log->version[0] ? log->version : NULL);
+	out_text("%s", log->version[0] ? "" : "(version not logged)");
+	out_uint(OUT_ANY, "nccl_lines", ", %llu NCCL lines", log->nccl_lines);
+	out_uint(OUT_ANY, "lines", " of %llu", log->lines);
+	out_uint(OUT_TEXT, NULL, ", %llu connection(s)", log->n_conns);
+	out_uint(OUT_ANY, "init_complete", ", %llu rank(s) completed init", log->init_complete);
+	if (nodes)
+		out_uint(OUT_ANY, "nodes", ", %llu node(s)", nodes);
+	else
+		out_null("nodes");
+	out_text("\n");
+	out_bool(OUT_JSON, "single_node", NULL, nodes == 1);
+	out_bool(OUT_JSON, "truncated", NULL, trunc);
+	out_bool(OUT_JSON, "filtered", NULL, filtered);
+	out_uint(OUT_JSON, "interleaved", NULL, log->interleaved);
 	if (log->all_direct_p2p >= 0)
-		json_int(&j, "all_direct_p2p", log->all_direct_p2p);
-	json_obj_open(&j, "transports");
-	for (int t = 0; t < NVS_NCCL__COUNT; ++t) {
-		size_t n = 0;
+		out_int(OUT_JSON, "all_direct_p2p", NULL, log->all_direct_p2p);
+	else
+		out_null("all_direct_p2p");
 
-		for (size_t i = 0; i < log->n_conns; ++i)
-			n += log->conns[i].t == (enum nvs_nccl_transport)t;
-		json_uint(&j, nvs_nccl_transport_str(t), n);
-	}
-	json_obj_close(&j);
-	json_arr_open(&j, "connections");
-	for (size_t i = 0; i < log->n_conns; ++i) {
-		const struct nvs_nccl_conn *c = &log->conns[i];
+	show_transports(log);
+	show_connections(log);
+	show_dmabuf(log);
+	if (log->all_direct_p2p >= 0)
+		out_text("P2P type check: isAllDirectP2p %d\n", log->all_direct_p2p);
+	show_notes(log, nodes == 1);
 
-		json_obj_open(&j, NULL);
-		json_str(&j, "host", c->host[0] ? c->host : NULL);
-		json_int(&j, "pid", c->pid);
-		json_int(&j, "dev", c->dev);
-		json_str(&j, "kind", c->kind);
-		json_int(&j, "channel", c->channel);
-		json_int(&j, "from_rank", c->from_rank);
-		json_int(&j, "to_rank", c->to_rank);
-		json_str(&j, "dir", c->dir[0] ? c->dir : NULL);
-		json_str(&j, "via", c->via);
-		json_str(&j, "transport", nvs_nccl_transport_str(c->t));
-		json_bool(&j, "gdr", c->gdr);
-		json_obj_close(&j);
-	}
-	json_arr_close(&j);
-	json_arr_open(&j, "dmabuf");
-	for (size_t i = 0; i < log->n_dmabuf; ++i) {
-		json_obj_open(&j, NULL);
-		json_str(&j, "host", log->dmabuf[i].host[0] ? log->dmabuf[i].host : NULL);
-		json_int(&j, "dev", log->dmabuf[i].dev);
-		json_obj_close(&j);
-	}
-	json_arr_close(&j);
-	json_arr_open(&j, "notes");
-	for (size_t i = 0; i < log->n_notes; ++i) {
-		json_obj_open(&j, NULL);
-		json_str(&j, "level", log->notes[i].warn ? "WARN" : "INFO");
-		json_str(&j, "host", log->notes[i].host[0] ? log->notes[i].host : NULL);
-		json_str(&j, "text", log->notes[i].text);
-		json_str(&j, "explain", log->notes[i].explain);
-		json_obj_close(&j);
-	}
-	json_arr_close(&j);
-	json_obj_open(&j, "expect");
-	for (int i = 0; i < 4; ++i) {
-		if (!(exp & 1u << i))
+	if (trunc)
+		out_text("\n%sThe log looks truncated%s: %s\n", out_cfg(OUT_WARN), out_cfg(OUT_PLAIN),
+			 log->cut_line ? "it ends in the middle of a line (ignored)" :
+					 "no `Init COMPLETE' or `Connected all rings' line");
+	else if (filtered)
+		out_text("\nNo INIT lines (NCCL_DEBUG_SUBSYS left them out): whether NCCL finished connecting is not judged\n");
+	if (log->interleaved)
+		out_text("%zu line(s) held several interleaved messages; only the last of each was read\n",
+			 log->interleaved);
+
+	out_obj(OUT_JSON, "expect");
+	for (int k = 0; k < EXP__COUNT; ++k) {
+		if (!e[k].asked)
 			continue;
-		json_obj_open(&j, names[i]);
-		json_bool(&j, "ok", ok[i]);
-		json_str(&j, "detail", why[i]);
-		json_obj_close(&j);
+		out_obj(OUT_JSON, exp_names[k]);
+		out_bool(OUT_JSON, "ok", NULL, e[k].ok);
+		out_str(OUT_JSON, "detail", NULL, e[k].why);
+		out_str(OUT_JSON, "where", NULL, e[k].where[0] ? e[k].where : NULL);
+		out_obj_end(OUT_JSON);
 	}
-	json_obj_close(&j);
-	json_obj_close(&j);
-	json_end(&j);
+	out_obj_end(OUT_JSON);
+	for (int k = 0, first = 1; k < EXP__COUNT; ++k) {
+		if (!e[k].asked)
+			continue;
+		if (first)
+			out_text("\nExpectations\n");
+		first = 0;
+		out_text("  %-6s ", exp_names[k]);
+		out_cstr(OUT_TEXT, e[k].ok ? OUT_GOOD : OUT_BAD, NULL, "%s", e[k].ok ? "met" : "NOT MET");
+		out_str(OUT_TEXT, NULL, ": %s\n", e[k].why);
+		if (e[k].where[0])
+			out_str(OUT_TEXT, NULL, "         at: %s\n", e[k].where);
+	}
 }
 
 static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
-		"Usage: %s %s [--json] [--expect p2p,direct,gdr,dmabuf] LOG... | -\n"
+		"Usage: %s %s [--json] [--expect p2p,direct,gdr,dmabuf] [--] LOG... | -\n"
 		"\n"
 		"Reads NCCL_DEBUG=INFO output (nccl-tests or any application; several files\n"
-		"or interleaved multi-node logs are fine; - reads standard input) and reports\n"
-		"the transport per rank and channel, DMA-BUF availability, GDR use, the NCCL\n"
-		"version and the log lines that explain a fallback.\n"
+		"or interleaved multi-node logs are fine; - reads standard input; pipes and\n"
+		"<(...) work) and reports the transport per rank and channel, the network\n"
+		"and whether it used GPUDirect RDMA, what the log shows about DMA-BUF, the\n"
+		"NCCL version and the log lines that explain a fallback. Lines may carry a\n"
+		"launcher's prefix (mpirun --tag-output, pdsh, srun --label, Python logging).\n"
 		"\n"
 		"  --expect LIST  check: p2p    every intra-node connection uses P2P\n"
 		"                        direct every intra-node connection is P2P/direct pointer\n"
-		"                        gdr    every network connection is NET/IB with GDRDMA\n"
-		"                        dmabuf DMA-BUF is available on every GPU using the network\n"
+		"                        gdr    every network connection uses GPUDirect RDMA\n"
+		"                               (the GDRDMA flag of any network: IB, a plugin)\n"
+		"                        dmabuf every GPU that uses the network shows a dma-buf\n"
+		"                               registration (NCCL logs one only at TRACE level;\n"
+		"                               its `DMA-BUF is available' init line proves nothing)\n"
+		"                 An unmet expectation names the node and ranks at fault.\n"
 		"  --json         JSON document\n"
 		"\n"
 		"Exit status: 0 read (and every expectation met), 1 an expectation failed,\n"
-		"2 usage error, unreadable input or no NCCL lines in it.\n",
+		"2 usage error, unreadable input or no NCCL lines in it (nvsidecar(8) has\n"
+		"the table).\n",
 		PROG_NAME, prog);
 }
 
 int nccl_check_main(int argc, const char *argv[])
 {
+	struct expect e[EXP__COUNT] = { 0 };
+	const char **files = calloc(argc > 0 ? (size_t)argc : 1, sizeof(*files));
 	struct nvs_nccl_log log;
-	unsigned int exp = 0;
-	bool json = false, ok[4] = { true, true, true, true }, all_ok = true;
-	char err[512], why[4][256] = { "" };
-	int nfiles = 0, ret = 2;
+	bool all_ok = true, opts = true;
+	char err[512];
+	int nfiles = 0, ret = NVS_EX_USAGE;
 
 	nvs_nccl_init(&log);
+	if (!files)
+		return out_fail(NVS_EX_FAIL, "Unable to allocate memory");
 	for (int i = 1; i < argc; ++i) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage(stdout, argv[0]);
-			return 0;
-		} else if (!strcmp(argv[i], "--json")) {
-			json = true;
-		} else if (!strcmp(argv[i], "--expect") && i + 1 < argc) {
-			if (parse_expect(argv[++i], &exp)) {
-				fprintf(stderr, "Invalid --expect (use p2p, direct, gdr, dmabuf, comma separated): `%s'\n",
-					argv[i]);
-				return 2;
-			}
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "Invalid argument: `%s'\n", argv[i]);
-			usage(stderr, argv[0]);
-			return 2;
-		}
-	}
-	for (int i = 1; i < argc; ++i) {
-		FILE *f;
-		const char *name = argv[i];
-		int r;
+		const char *a = argv[i];
 
-		if (!strcmp(name, "--expect")) {
-			++i;
-			continue;
-		}
-		if (name[0] == '-' && name[1])
-			continue;
-		nfiles++;
-		f = strcmp(name, "-") ? fopen(name, "re") : stdin;
-		if (!f) {
-			fprintf(stderr, "Unable to open NCCL log `%s': %s\n", name, strerror(errno));
+		if (opts && (!strcmp(a, "--help") || !strcmp(a, "-h"))) {
+			usage(stdout, argv[0]);
+			ret = NVS_EX_OK;
 			goto cleanup;
-		}
-		r = nvs_nccl_parse(&log, f, strcmp(name, "-") ? name : "standard input", err, sizeof(err));
-		if (f != stdin)
-			fclose(f);
-		if (r) {
-			fprintf(stderr, "%s\n", err);
+		} else if (opts && !strcmp(a, "--")) {
+			opts = false;
+		} else if (opts && !strcmp(a, "--json")) {
+			out_set_json(true);
+		} else if (opts && !strcmp(a, "--expect")) {
+			if (i + 1 >= argc) {
+				ret = out_usage(argv[0], "Missing value for `--expect'");
+				goto cleanup;
+			}
+			if (parse_expect(argv[++i], e)) {
+				ret = out_usage(argv[0], "Invalid --expect (use p2p, direct, gdr, dmabuf, comma separated): `%s'",
+						argv[i]);
+				goto cleanup;
+			}
+		} else if (opts && a[0] == '-' && a[1]) {
+			ret = out_usage(argv[0], "Invalid argument: `%s'", a);
 			goto cleanup;
+		} else {
+			files[nfiles++] = a;
 		}
 	}
 	if (!nfiles) {
-		usage(stderr, argv[0]);
+		ret = out_usage(argv[0], "No log to read: name files, or - for standard input");
 		goto cleanup;
 	}
+	for (int i = 0; i < nfiles; ++i) {
+		size_t before = log.nccl_lines, lines = log.lines;
+		int r = nvs_nccl_read(&log, files[i], err, sizeof(err));
+
+		if (r) {
+			ret = out_fail(r == -ENOMEM ? NVS_EX_FAIL : nvs_exit_for_path(-r) == NVS_EX_PERM ?
+				       NVS_EX_PERM : NVS_EX_USAGE, "%s", err);
+			goto cleanup;
+		}
+		if (log.nccl_lines == before && nfiles > 1)
+			out_note("No NCCL INFO or WARN lines in %zu line(s) of `%s'", log.lines - lines,
+				 strcmp(files[i], "-") ? files[i] : "standard input");
+	}
 	if (!log.nccl_lines) {
-		fprintf(stderr,
-			"No NCCL INFO or WARN lines in %zu line(s) of input: run the job with NCCL_DEBUG=INFO and pass its output\n",
-			log.lines);
+		ret = out_fail(NVS_EX_USAGE,
+			       "No NCCL INFO or WARN lines in %zu line(s) of %s%s%s: run the job with NCCL_DEBUG=INFO and pass its output",
+			       log.lines, nfiles > 1 ? "input" : "`", nfiles > 1 ? "" :
+			       strcmp(files[0], "-") ? files[0] : "standard input", nfiles > 1 ? "" : "'");
 		goto cleanup;
 	}
 	nvs_nccl_sort(&log);
-	if (exp & EXP_P2P)
-		ok[0] = nvs_nccl_expect_p2p(&log, false, why[0], sizeof(why[0]));
-	if (exp & EXP_GDR)
-		ok[1] = nvs_nccl_expect_gdr(&log, why[1], sizeof(why[1]));
-	if (exp & EXP_DMABUF)
-		ok[2] = nvs_nccl_expect_dmabuf(&log, why[2], sizeof(why[2]));
-	if (exp & EXP_DIRECT)
-		ok[3] = nvs_nccl_expect_p2p(&log, true, why[3], sizeof(why[3]));
-	for (int k = 0; k < 4; ++k)
-		all_ok &= ok[k];
-
-	if (json) {
-		print_json(&log, exp, ok, why);
-	} else {
-		const char *nc = getenv("NO_COLOR");
-		bool color = isatty(STDOUT_FILENO) && (!nc || !*nc);
-		static const char *const names[] = { "p2p", "gdr", "dmabuf", "direct" };
-
-		print_human(&log, color);
-		if (exp)
-			printf("\nExpectations\n");
-		for (int k = 0; k < 4; ++k)
-			if (exp & 1u << k)
-				printf("  %-6s %s: %s\n", names[k], ok[k] ? "met" : "NOT MET", why[k]);
-	}
-	ret = all_ok ? 0 : 1;
+	if (e[EXP_P2P].asked)
+		e[EXP_P2P].ok = nvs_nccl_expect_p2p(&log, false, e[EXP_P2P].why, sizeof(e[0].why), e[EXP_P2P].where,
+						    sizeof(e[0].where));
+	if (e[EXP_DIRECT].asked)
+		e[EXP_DIRECT].ok = nvs_nccl_expect_p2p(&log, true, e[EXP_DIRECT].why, sizeof(e[0].why),
+						       e[EXP_DIRECT].where, sizeof(e[0].where));
+	if (e[EXP_GDR].asked)
+		e[EXP_GDR].ok = nvs_nccl_expect_gdr(&log, e[EXP_GDR].why, sizeof(e[0].why), e[EXP_GDR].where,
+						    sizeof(e[0].where));
+	if (e[EXP_DMABUF].asked)
+		e[EXP_DMABUF].ok = nvs_nccl_expect_dmabuf(&log, e[EXP_DMABUF].why, sizeof(e[0].why),
+							  e[EXP_DMABUF].where, sizeof(e[0].where));
+	for (int k = 0; k < EXP__COUNT; ++k)
+		all_ok &= !e[k].asked || e[k].ok;
+	ret = all_ok ? NVS_EX_OK : NVS_EX_FAIL;
+	out_begin(true);
+	out_bool(OUT_JSON, "ok", NULL, all_ok);
+	out_int(OUT_JSON, "exit", NULL, ret);
+	show(&log, e, files, nfiles);
+	if (out_end() < 0)
+		ret = NVS_EX_FAIL;
 cleanup:
+	free(files);
 	nvs_nccl_free(&log);
 	return ret;
 }

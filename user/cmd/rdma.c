@@ -21,12 +21,12 @@
 #include <unistd.h>
 
 #include "sys/cuda.h"
-#include "common/json.h"
 #include "sys/rdma_ib.h"
 #include "sys/rdma_mem.h"
 #include "cmd/subcommands.h"
 #include "common/exit.h"
 #include "common/out.h"
+#include "libnvsidecar.h"
 
 
 #define MAX_SIZES 32
@@ -372,13 +372,18 @@ static int cuda_setup(struct run *r)
 	if (nvs_cuda_load(&r->cu, r->o.cuda_lib, err, sizeof(err)))
 		return fail(r, NVS_EX_MISSING, "%s", err);
 	r->cu_loaded = true;
-	if ((cr = r->cu.cuInit(0)) || (cr = r->cu.cuDeviceGet(&r->cudev, r->o.gpu)))
+	cr = r->cu.cuInit(0);
+	if (!cr)
+		cr = r->cu.cuDeviceGet(&r->cudev, r->o.gpu);
+	if (cr)
 		return fail(r, NVS_EX_MISSING, "Unable to open GPU %d: %s", r->o.gpu,
 			    nvs_cuda_strerror(&r->cu, cr, err, sizeof(err)));
 	if (!r->cu.cuDevicePrimaryCtxRetain || !r->cu.cuCtxSetCurrent)
 		return fail(r, NVS_EX_MISSING, "This libcuda lacks cuDevicePrimaryCtxRetain or cuCtxSetCurrent");
-	if ((cr = r->cu.cuDevicePrimaryCtxRetain(&r->cuctx, r->cudev)) ||
-	    (cr = r->cu.cuCtxSetCurrent(r->cuctx))) {
+	cr = r->cu.cuDevicePrimaryCtxRetain(&r->cuctx, r->cudev);
+	if (!cr)
+		cr = r->cu.cuCtxSetCurrent(r->cuctx);
+	if (cr) {
 		r->cuctx = NULL;
 		return fail(r, NVS_EX_FAIL, "Unable to create a CUDA context on GPU %d: %s", r->o.gpu,
 			    nvs_cuda_strerror(&r->cu, cr, err, sizeof(err)));
@@ -513,6 +518,19 @@ static int check_dev(struct run *r)
 	return 0;
 }
 
+/* Both sides: our hello as private data, as many reads in flight as the device allows. */
+static void conn_param(const struct run *r, struct rdma_conn_param *cp, const struct nvs_rhello *mine)
+{
+	*cp = (struct rdma_conn_param){
+		.private_data = mine,
+		.private_data_len = sizeof(*mine),
+		.responder_resources = (uint8_t)r->a.max_rd,
+		.initiator_depth = (uint8_t)r->a.max_rd,
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+	};
+}
+
 static int run_server(struct run *r)
 {
 	struct addrinfo *ai = NULL;
@@ -535,7 +553,7 @@ static int run_server(struct run *r)
 			    errno == EADDRNOTAVAIL ? " (no RDMA port has this address)" : "");
 	if (rdma_listen(r->listen_id, 1))
 		return fail(r, NVS_EX_CONNECT, "Unable to listen: %s", strerror(errno));
-	fprintf(stderr, "Waiting up to %d s for a client on port %s\n", r->o.wait_s, r->o.port);
+	out_note("Waiting up to %d s for a client on port %s", r->o.wait_s, r->o.port);
 	if (cm_wait(r, RDMA_CM_EVENT_CONNECT_REQUEST, r->o.wait_s, &ev, "Waiting for a client"))
 		return -1;
 	r->a.id = ev->id;
@@ -556,12 +574,7 @@ static int run_server(struct run *r)
 		return fail(r, NVS_EX_FAIL, "Unable to post a receive buffer: %s", strerror(errno));
 	mine = (struct nvs_rhello){ NVS_RCTL_MAGIC, NVS_RCTL_VERSION, r->a.mem.addr, r->a.mem.len,
 				    r->a.mem.mr->rkey, (uint32_t)r->o.mem };
-	cp.private_data = &mine;
-	cp.private_data_len = sizeof(mine);
-	cp.responder_resources = (uint8_t)r->a.max_rd;
-	cp.initiator_depth = (uint8_t)r->a.max_rd;
-	cp.retry_count = 7;
-	cp.rnr_retry_count = 7;
+	conn_param(r, &cp, &mine);
 	if (rdma_accept(r->a.id, &cp))
 		return fail(r, NVS_EX_CONNECT, "Unable to accept the client: %s", strerror(errno));
 	if (cm_wait(r, RDMA_CM_EVENT_ESTABLISHED, r->o.timeout_s, &ev, "Accepting the client"))
@@ -664,12 +677,7 @@ static int run_client(struct run *r)
 		fail(r, NVS_EX_FAIL, "Unable to post a receive buffer: %s", strerror(errno));
 		goto out;
 	}
-	cp.private_data = &mine;
-	cp.private_data_len = sizeof(mine);
-	cp.responder_resources = (uint8_t)r->a.max_rd;
-	cp.initiator_depth = (uint8_t)r->a.max_rd;
-	cp.retry_count = 7;
-	cp.rnr_retry_count = 7;
+	conn_param(r, &cp, &mine);
 	if (rdma_connect(r->a.id, &cp)) {
 		fail(r, NVS_EX_CONNECT, "Unable to connect to %s: %s", r->o.client, strerror(errno));
 		goto out;
@@ -720,116 +728,77 @@ static const char *mode_str(const struct opts *o)
 	return o->loopback ? "loopback" : o->server ? "server" : "client";
 }
 
-static void print_json(struct run *r)
+static void show(struct run *r)
 {
-	struct json j;
-
-	json_init(&j, stdout, false);
-	json_obj_open(&j, NULL);
-	json_str(&j, "mode", mode_str(&r->o));
-	json_str(&j, "device", r->a.dev[0] ? r->a.dev : NULL);
-	json_str(&j, "device_why", r->why[0] ? r->why : NULL);
-	json_int(&j, "port", r->a.port);
-	json_str(&j, "gid", r->a.gid_str[0] ? r->a.gid_str : NULL);
-	if (r->o.loopback) {
-		json_str(&j, "peer_device", r->b.dev[0] ? r->b.dev : NULL);
-		json_str(&j, "peer_device_why", r->peer_why);
-	}
-	json_str(&j, "gpu", r->gpu_bdf[0] ? r->gpu_bdf : NULL);
-	json_str(&j, "mem", nvs_rmem_kind_str(r->o.mem));
-	json_str(&j, "mem_registration", r->a.mem.what[0] ? r->a.mem.what : NULL);
-	json_str(&j, "peer_mem", r->o.server ? NULL : nvs_rmem_kind_str(r->o.peer_mem));
-	json_arr_open(&j, "results");
-	for (size_t i = 0; i < r->nres; i++) {
-		const struct result *x = &r->res[i];
-
-		json_obj_open(&j, NULL);
-		json_str(&j, "op", x->write ? "write" : "read");
-		json_uint(&j, "size", x->size);
-		json_uint(&j, "transfers", x->done);
-		json_uint(&j, "verified", x->verified);
-		if (!r->o.server) {
-			json_double(&j, "gbps", gbps(x), 6);
-			json_double(&j, "lat_us", lat_us(x), 2);
-		}
-		json_obj_close(&j);
-	}
-	json_arr_close(&j);
-	json_bool(&j, "ok", !r->exit);
-	json_int(&j, "exit", r->exit);
-	json_str(&j, "error", r->exit ? r->err : NULL);
-	json_obj_close(&j);
-	json_end(&j);
-}
-
-static void print_human(struct run *r)
-{
-	const char *nc = getenv("NO_COLOR");
-	bool color = isatty(STDOUT_FILENO) && (!nc || !*nc);
 	unsigned long total = 0, ok = 0;
 
+	out_str(OUT_JSON, "mode", NULL, mode_str(&r->o));
+	out_str(OUT_JSON, "device", NULL, r->a.dev[0] ? r->a.dev : NULL);
+	out_str(OUT_JSON, "device_why", NULL, r->why[0] ? r->why : NULL);
+	out_int(OUT_JSON, "port", NULL, r->a.port);
+	out_str(OUT_JSON, "gid", NULL, r->a.gid_str[0] ? r->a.gid_str : NULL);
+	if (r->o.loopback) {
+		out_str(OUT_JSON, "peer_device", NULL, r->b.dev[0] ? r->b.dev : NULL);
+		out_str(OUT_JSON, "peer_device_why", NULL, r->peer_why);
+	}
+	out_str(OUT_JSON, "gpu", NULL, r->gpu_bdf[0] ? r->gpu_bdf : NULL);
+	out_str(OUT_JSON, "mem", NULL, nvs_rmem_kind_str(r->o.mem));
+	out_str(OUT_JSON, "mem_registration", NULL, r->a.mem.what[0] ? r->a.mem.what : NULL);
+	out_str(OUT_JSON, "peer_mem", NULL, r->o.server ? NULL : nvs_rmem_kind_str(r->o.peer_mem));
 	if (r->a.dev[0]) {
-		printf("Mode:     %s\n", mode_str(&r->o));
-		printf("Device:   %s port %d, gid %s (%s)\n", r->a.dev, r->a.port, r->a.gid_str, r->why);
-		if (r->o.loopback && r->b.dev[0])
-			printf("Peer:     %s port %d, gid %s (%s)\n", r->b.dev, r->b.port, r->b.gid_str, r->peer_why);
+		out_text("Mode:     %s\n", mode_str(&r->o));
+		out_str(OUT_TEXT, NULL, "Device:   %s", r->a.dev);
+		out_text(" port %d, gid %s (%s)\n", r->a.port, r->a.gid_str, r->why);
+		if (r->o.loopback && r->b.dev[0]) {
+			out_str(OUT_TEXT, NULL, "Peer:     %s", r->b.dev);
+			out_text(" port %d, gid %s (%s)\n", r->b.port, r->b.gid_str, r->peer_why);
+		}
 		if (r->gpu_bdf[0])
-			printf("GPU:      %d (%s)\n", r->o.gpu, r->gpu_bdf);
+			out_text("GPU:      %d (%s)\n", r->o.gpu, r->gpu_bdf);
 		if (r->a.mem.what[0])
-			printf("Memory:   %s%s%s\n", r->a.mem.what, r->o.server ? "" : "; peer ",
-			       r->o.server ? "" : r->o.loopback && r->b.mem.what[0] ? r->b.mem.what :
-			       nvs_rmem_kind_str(r->o.peer_mem));
+			out_text("Memory:   %s%s%s\n", r->a.mem.what, r->o.server ? "" : "; peer ",
+				 r->o.server ? "" : r->o.loopback && r->b.mem.what[0] ? r->b.mem.what :
+				 nvs_rmem_kind_str(r->o.peer_mem));
 	}
 	if (r->nres) {
-		printf("\n%-6s %10s %10s %10s", "op", "bytes", "transfers", "verified");
+		out_text("\n%-6s %10s %10s %10s", "op", "bytes", "transfers", "verified");
 		if (!r->o.server)
-			printf(" %12s %10s", "GB/s", "lat us");
-		printf("\n");
+			out_text(" %12s %10s", "GB/s", "lat us");
+		out_text("\n");
 	}
+	out_arr(OUT_JSON, "results");
 	for (size_t i = 0; i < r->nres; i++) {
 		const struct result *x = &r->res[i];
 
-		printf("%-6s %10zu %10lu %10lu", x->write ? "write" : "read", x->size, x->done, x->verified);
-		if (!r->o.server)
-			printf(" %12.6f %10.2f", gbps(x), lat_us(x));
-		printf("\n");
+		out_obj(OUT_JSON, NULL);
+		out_str(OUT_ANY, "op", "%-6s", x->write ? "write" : "read");
+		out_uint(OUT_ANY, "size", " %10llu", x->size);
+		out_uint(OUT_ANY, "transfers", " %10llu", x->done);
+		out_uint(OUT_ANY, "verified", " %10llu", x->verified);
+		if (!r->o.server) {
+			out_double(OUT_ANY, "gbps", " %12.6f", gbps(x), 6);
+			out_double(OUT_ANY, "lat_us", " %10.2f", lat_us(x), 2);
+		}
+		out_text("\n");
+		out_obj_end(OUT_JSON);
 		total += x->done;
 		ok += x->verified;
 	}
+	out_arr_end(OUT_JSON);
+	out_bool(OUT_JSON, "ok", NULL, !r->exit);
+	out_int(OUT_JSON, "exit", NULL, r->exit);
+	out_str(OUT_JSON, "error", NULL, r->exit ? r->err : NULL);
 	if (!r->exit)
-		printf("\n%sAll %lu transfers verified%s\n", color ? "\e[32m" : "", ok, color ? "\e[0m" : "");
+		out_text("\n%sAll %lu transfers verified%s\n", out_cfg(OUT_GOOD), ok, out_cfg(OUT_PLAIN));
 	else if (total)
 		/* Say it failed: the table alone reads like a clean run. */
-		printf("\nFAILED (exit %d): %lu of the %lu transfers completed before the failure were verified\n",
-		       r->exit, ok, total);
+		out_text("\nFAILED (exit %d): %lu of the %lu transfers completed before the failure were verified\n",
+			 r->exit, ok, total);
 	else if (r->nres)
-		printf("\nFAILED (exit %d): no transfer completed\n", r->exit);
+		out_text("\nFAILED (exit %d): no transfer completed\n", r->exit);
 }
 
 /* --- arguments --- */
-
-static int parse_size(const char *s, size_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!isdigit((unsigned char)*s))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -EINVAL;
-	switch (toupper((unsigned char)*end)) {
-	case 'K': v <<= 10; end++; break;
-	case 'M': v <<= 20; end++; break;
-	case 'G': v <<= 30; end++; break;
-	default: break;
-	}
-	if (*end || !v || v > (1ULL << 30))
-		return -EINVAL;
-	*out = (size_t)v;
-	return 0;
-}
 
 static int parse_sizes(struct opts *o, const char *s)
 {
@@ -840,21 +809,20 @@ static int parse_sizes(struct opts *o, const char *s)
 	snprintf(buf, sizeof(buf), "%s", s);
 	o->nsizes = 0;
 	for (t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		if (o->nsizes == MAX_SIZES || parse_size(t, &o->sizes[o->nsizes]))
+		uint64_t v;
+
+		if (o->nsizes == MAX_SIZES || nvs_parse_size(t, 1, 1ULL << 30, 0, &v))
 			return -EINVAL;
-		o->nsizes++;
+		o->sizes[o->nsizes++] = (size_t)v;
 	}
 	return o->nsizes ? 0 : -EINVAL;
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out)
 {
-	char *end;
-	long v;
+	uint64_t v;
 
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
+	if (nvs_parse_u64(s, (uint64_t)lo, (uint64_t)hi, &v))
 		return -EINVAL;
 	*out = (int)v;
 	return 0;
@@ -926,7 +894,7 @@ static bool takes_value(const char *a)
 
 static int parse(struct opts *o, int argc, const char *argv[])
 {
-	bool peer_mem_set = false;
+	bool peer_mem_set = false, wait_set = false;
 
 	int modes = 0;
 
@@ -939,21 +907,26 @@ static int parse(struct opts *o, int argc, const char *argv[])
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			usage(stdout, argv[0]);
-			exit(0);
+			return 1;
 		} else if (!strcmp(a, "--loopback")) {
-			o->loopback = true, modes++, takes = false;
+			o->loopback = true;
+			modes++;
+			takes = false;
 		} else if (!strcmp(a, "--server")) {
-			o->server = true, modes++, takes = false;
+			o->server = true;
+			modes++;
+			takes = false;
 		} else if (!strcmp(a, "--json")) {
-			o->json = true, takes = false;
+			o->json = true;
+			takes = false;
+			out_set_json(true);
 		} else if (!takes_value(a)) {
-			fprintf(stderr, "Unknown option: `%s'\n", a);
-			return -1;
+			return out_usage(argv[0], "Unknown option: `%s'", a);
 		} else if (!v) {
-			fprintf(stderr, "Option needs a value: `%s'\n", a);
-			return -1;
+			return out_usage(argv[0], "Option needs a value: `%s'", a);
 		} else if (!strcmp(a, "--client")) {
-			o->client = v, modes++;
+			o->client = v;
+			modes++;
 		} else if (!strcmp(a, "--dev")) {
 			o->dev = v;
 		} else if (!strcmp(a, "--peer-dev")) {
@@ -965,85 +938,64 @@ static int parse(struct opts *o, int argc, const char *argv[])
 		} else if (!strcmp(a, "--port")) {
 			int p;
 
-			if (parse_int(v, 1, 65535, &p)) {
-				fprintf(stderr, "Port is not 1..65535: `%s'\n", v);
-				return -1;
-			}
+			if (parse_int(v, 1, 65535, &p))
+				return out_usage(argv[0], "Port is not 1..65535: `%s'", v);
 			o->port = v;
 		} else if (!strcmp(a, "--mem") || !strcmp(a, "--peer-mem")) {
-			if (nvs_rmem_parse_kind(v, a[2] == 'm' ? &o->mem : &o->peer_mem)) {
-				fprintf(stderr, "Unknown memory kind (host, cuda-dmabuf, cuda-peermem): `%s'\n", v);
-				return -1;
-			}
+			if (nvs_rmem_parse_kind(v, a[2] == 'm' ? &o->mem : &o->peer_mem))
+				return out_usage(argv[0], "Unknown memory kind (host, cuda-dmabuf, cuda-peermem): `%s'", v);
 			peer_mem_set |= a[2] == 'p';
 		} else if (!strcmp(a, "--dmabuf-source")) {
-			if (!strcmp(v, "cuda")) {
+			if (!strcmp(v, "cuda"))
 				o->src = NVS_RMEM_SRC_CUDA;
-			} else if (!strcmp(v, "udmabuf")) {
+			else if (!strcmp(v, "udmabuf"))
 				o->src = NVS_RMEM_SRC_UDMABUF;
-			} else {
-				fprintf(stderr, "Unknown dma-buf source (cuda, udmabuf): `%s'\n", v);
-				return -1;
-			}
+			else
+				return out_usage(argv[0], "Unknown dma-buf source (cuda, udmabuf): `%s'", v);
 		} else if (!strcmp(a, "--gpu")) {
-			if (parse_int(v, 0, 1023, &o->gpu)) {
-				fprintf(stderr, "GPU is not a CUDA ordinal: `%s'\n", v);
-				return -1;
-			}
+			if (parse_int(v, 0, 1023, &o->gpu))
+				return out_usage(argv[0], "GPU is not a CUDA ordinal: `%s'", v);
 		} else if (!strcmp(a, "--iters")) {
-			if (parse_int(v, 1, 100000000, &o->iters)) {
-				fprintf(stderr, "Iterations are not 1..100000000: `%s'\n", v);
-				return -1;
-			}
+			if (parse_int(v, 1, 100000000, &o->iters))
+				return out_usage(argv[0], "Iterations are not 1..100000000: `%s'", v);
 		} else if (!strcmp(a, "--timeout") || !strcmp(a, "--wait")) {
-			if (parse_int(v, 1, 86400, a[2] == 't' ? &o->timeout_s : &o->wait_s)) {
-				fprintf(stderr, "%s takes seconds, 1..86400: `%s'\n", a, v);
-				return -1;
-			}
+			wait_set |= a[2] == 'w';
+			if (parse_int(v, 1, 86400, a[2] == 't' ? &o->timeout_s : &o->wait_s))
+				return out_usage(argv[0], "%s takes seconds, 1..86400: `%s'", a, v);
 		} else if (!strcmp(a, "--sizes")) {
-			if (parse_sizes(o, v)) {
-				fprintf(stderr, "Sizes are a comma-separated list of 1 byte..1G, with K/M/G suffixes, at most %d: `%s'\n",
+			if (parse_sizes(o, v))
+				return out_usage(argv[0], "Sizes are a comma-separated list of 1 byte..1G, with K/M/G suffixes, at most %d: `%s'",
 					MAX_SIZES, v);
-				return -1;
-			}
 		} else if (!strcmp(a, "--buffer")) {
-			if (parse_size(v, &o->buffer)) {
-				fprintf(stderr, "Buffer size is not 1 byte..1G: `%s'\n", v);
-				return -1;
-			}
+			uint64_t b;
+
+			if (nvs_parse_size(v, 1, 1ULL << 30, 0, &b))
+				return out_usage(argv[0], "Buffer size is not 1 byte..1G: `%s'", v);
+			o->buffer = (size_t)b;
 		} else if (!strcmp(a, "--op")) {
 			o->do_write = !strcmp(v, "write") || !strcmp(v, "both");
 			o->do_read = !strcmp(v, "read") || !strcmp(v, "both");
-			if (!o->do_write && !o->do_read) {
-				fprintf(stderr, "Operation is write, read or both: `%s'\n", v);
-				return -1;
-			}
+			if (!o->do_write && !o->do_read)
+				return out_usage(argv[0], "Operation is write, read or both: `%s'", v);
 		} else {
-			fprintf(stderr, "Unknown option: `%s'\n", a);
-			return -1;
+			return out_usage(argv[0], "Unknown option: `%s'", a);
 		}
 		if (takes)
 			i++;
 	}
-	if (modes != 1) {
-		fprintf(stderr, "Choose exactly one of --loopback, --server or --client HOST\n");
-		return -1;
-	}
-	if (!o->loopback && (o->peer_dev || peer_mem_set)) {
-		fprintf(stderr, "--peer-dev and --peer-mem are for --loopback: in two-node mode each side chooses its own\n");
-		return -1;
-	}
+	if (modes != 1)
+		return out_usage(argv[0], "Choose exactly one of --loopback, --server or --client HOST");
+	if (!o->loopback && (o->peer_dev || peer_mem_set))
+		return out_usage(argv[0], "--peer-dev and --peer-mem are for --loopback: in two-node mode each side chooses its own");
 	for (size_t i = 0; i < o->nsizes; i++) {
-		if (o->sizes[i] > o->buffer) {
-			fprintf(stderr, "Size %zu is larger than the %zu byte buffer: raise --buffer\n",
+		if (o->sizes[i] > o->buffer)
+			return out_usage(argv[0], "Size %zu is larger than the %zu byte buffer: raise --buffer",
 				o->sizes[i], o->buffer);
-			return -1;
-		}
 	}
-	if (o->src == NVS_RMEM_SRC_UDMABUF && o->mem != NVS_RMEM_CUDA_DMABUF && o->peer_mem != NVS_RMEM_CUDA_DMABUF) {
-		fprintf(stderr, "--dmabuf-source applies to --mem cuda-dmabuf\n");
-		return -1;
-	}
+	if (wait_set && !o->server)
+		return out_usage(argv[0], "--wait is for --server: how long it waits for a client");
+	if (o->src == NVS_RMEM_SRC_UDMABUF && o->mem != NVS_RMEM_CUDA_DMABUF && o->peer_mem != NVS_RMEM_CUDA_DMABUF)
+		return out_usage(argv[0], "--dmabuf-source applies to --mem cuda-dmabuf");
 	return 0;
 }
 
@@ -1057,10 +1009,10 @@ int rdma_main(int argc, const char *argv[])
 		perror("Unable to allocate memory");
 		return NVS_EX_FAIL;
 	}
-	if (parse(&r->o, argc, argv)) {
-		usage(stderr, argv[0]);
+	ret = parse(&r->o, argc, argv);
+	if (ret) {
 		free(r);
-		return NVS_EX_USAGE;
+		return ret == 1 ? NVS_EX_OK : ret;
 	}
 	r->a.mem.dmabuf_fd = r->b.mem.dmabuf_fd = -1;
 	r->corrupt = getenv("NVS_RDMA_TEST_CORRUPT") && !strcmp(getenv("NVS_RDMA_TEST_CORRUPT"), "1");
@@ -1078,12 +1030,11 @@ int rdma_main(int argc, const char *argv[])
 				run_client(r);
 		}
 	}
-	if (r->o.json)
-		print_json(r);
-	else
-		print_human(r);
+	out_begin(false);
+	show(r);
+	out_end();
 	if (r->exit)
-		fprintf(stderr, "%s\n", r->err);
+		out_note("%s", r->err);
 	ret = r->exit;
 
 	if (r->a.id && !r->o.loopback)

@@ -7,6 +7,7 @@
 #include "libnvsidecar.h"
 #include "cmd/subcommands.h"
 #include "common/exit.h"
+#include "common/gpu.h"
 #include "common/out.h"
 
 
@@ -24,26 +25,31 @@ static void show_usage(FILE *f, const char *name)
 		"  threshold SENSOR clear  removes that threshold\n"
 		"  reset-peaks           restarts the peak and low history of every sensor\n\n"
 		"Exit codes: 0 success, 1 failure, 2 invalid arguments, 3 the module is\n"
-		"not loaded, 4 permission denied (run as root).\n",
+		"not loaded or no such GPU, 4 permission denied (run as root); nvsidecar(8)\n"
+		"has the table.\n",
 		NVS_SAMPLE_HZ_MAX, NVS_THRESH_MIN_MC / 1000, NVS_THRESH_MAX_MC / 1000);
 }
 
 /* Every argument is checked before the kernel is asked anything. */
-static int parse_args(int argc, const char *argv[], struct nvs_set_req *req)
+static int parse_args(int argc, const char *argv[], struct nvs_set_req *req, char *msg, size_t msglen)
 {
 	memset(req, 0, sizeof(*req));
 	if (argc < 3) {
-		fprintf(stderr, argc < 2 ? "Missing the GPU\n" : "Nothing to change\n");
+		snprintf(msg, msglen, argc < 2 ? "Missing the GPU" : "Nothing to change");
+		return -1;
+	}
+	if (!nvs_gpu_spec_ok(argv[1])) {
+		snprintf(msg, msglen, "Invalid GPU (gpuN, N or a PCI bus id such as 0000:01:00.0): `%s'", argv[1]);
 		return -1;
 	}
 	for (int i = 2; i < argc; ++i) {
 		if (!strcmp(argv[i], "sample-hz") && i + 1 < argc) {
 			if (req->set_sample_hz) {
-				fprintf(stderr, "sample-hz given twice\n");
+				snprintf(msg, msglen, "sample-hz given twice");
 				return -1;
 			}
 			if (nvs_parse_u32(argv[++i], 0, NVS_SAMPLE_HZ_MAX, &req->sample_hz) < 0) {
-				fprintf(stderr, "Invalid sample rate (0 to %u): `%s'\n",
+				snprintf(msg, msglen, "Invalid sample rate (0 to %u): `%s'",
 					NVS_SAMPLE_HZ_MAX, argv[i]);
 				return -1;
 			}
@@ -52,11 +58,11 @@ static int parse_args(int argc, const char *argv[], struct nvs_set_req *req)
 			const char *sensor = argv[++i], *val = argv[++i];
 
 			if (req->thresh_sensor) {
-				fprintf(stderr, "Only one threshold per command\n");
+				snprintf(msg, msglen, "Only one threshold per command");
 				return -1;
 			}
 			if (!*sensor || strlen(sensor) >= NVS_LABEL_LEN) {
-				fprintf(stderr, "Invalid sensor label: `%s'\n", sensor);
+				snprintf(msg, msglen, "Invalid sensor label: `%s'", sensor);
 				return -1;
 			}
 			req->thresh_sensor = sensor;
@@ -64,17 +70,15 @@ static int parse_args(int argc, const char *argv[], struct nvs_set_req *req)
 				req->thresh_clear = true;
 			} else if (nvs_parse_celsius(val, NVS_THRESH_MIN_MC, NVS_THRESH_MAX_MC,
 						     &req->thresh_mc) < 0) {
-				fprintf(stderr, "Invalid threshold (%d to %d °C, or `clear'): `%s'\n",
+				snprintf(msg, msglen, "Invalid threshold (%d to %d °C, or `clear'): `%s'",
 					NVS_THRESH_MIN_MC / 1000, NVS_THRESH_MAX_MC / 1000, val);
 				return -1;
 			}
 		} else if (!strcmp(argv[i], "reset-peaks")) {
 			req->reset_peaks = true;
-		} else if (!strcmp(argv[i], "sample-hz") || !strcmp(argv[i], "threshold")) {
-			fprintf(stderr, "Missing value for `%s'\n", argv[i]);
-			return -1;
 		} else {
-			fprintf(stderr, "Unknown setting: `%s'\n", argv[i]);
+			snprintf(msg, msglen, !strcmp(argv[i], "sample-hz") || !strcmp(argv[i], "threshold") ?
+				 "Missing value for `%s'" : "Unknown setting: `%s'", argv[i]);
 			return -1;
 		}
 	}
@@ -83,50 +87,33 @@ static int parse_args(int argc, const char *argv[], struct nvs_set_req *req)
 
 int set_main(int argc, const char *argv[])
 {
-	struct nvs_gpu_info *gpus = NULL;
-	struct nvs_handle *h = NULL;
 	struct nvs_set_req req;
-	size_t n = 0;
-	int ret = NVS_EX_FAIL;
+	struct nvs_cli c = { 0 };
+	char msg[256];
+	int ret;
 
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		show_usage(stdout, argv[0]);
 		return NVS_EX_OK;
 	}
-	if (parse_args(argc, argv, &req) < 0) {
-		show_usage(stderr, argv[0]);
-		return NVS_EX_USAGE;
-	}
-
-	if (nvs_open(&h) < 0) {
-		fprintf(stderr, "%s\n", nvs_last_error(NULL));
-		ret = errno == ENOENT ? NVS_EX_MISSING : NVS_EX_FAIL;
+	if (parse_args(argc, argv, &req, msg, sizeof(msg)) < 0)
+		return out_usage(argv[0], "%s", msg);
+	ret = nvs_cli_open(&c, false, argv[1]);
+	if (ret)
 		goto cleanup;
-	}
-	if (nvs_gpu_list(h, &gpus, &n) < 0) {
-		fprintf(stderr, "Unable to list GPUs: %s\n", nvs_last_error(h));
-		goto cleanup;
-	}
-	if (nvs_parse_gpu(argv[1], gpus, n, &req.gpu) < 0) {
-		fprintf(stderr, "No such GPU: `%s' (see `%s status')\n", argv[1], PROG_NAME);
-		ret = errno == EINVAL ? NVS_EX_USAGE : NVS_EX_FAIL;
-		goto cleanup;
-	}
-	if (nvs_gpu_set(h, &req) < 0) {
+	req.gpu = c.sel->index;
+	if (nvs_gpu_set(c.h, &req) < 0) {
 		int err = errno;
 
-		fprintf(stderr, "Unable to change gpu%u: %s\n", req.gpu, nvs_last_error(h));
-		if (err == EPERM || err == EACCES)
-			ret = NVS_EX_PERM;
-		else if (err == ENOENT && req.thresh_sensor)
-			fprintf(stderr, "Sensor labels of gpu%u: see `%s thermal --gpu %u'\n",
-				req.gpu, PROG_NAME, req.gpu);
+		ret = out_fail(err == EPERM || err == EACCES ? NVS_EX_PERM : NVS_EX_FAIL, "Unable to change gpu%u: %s",
+			       req.gpu, nvs_last_error(c.h));
+		if (err == ENOENT && req.thresh_sensor)
+			out_note("Sensor labels of gpu%u: see `%s thermal --gpu %u'", req.gpu, PROG_NAME, req.gpu);
 		goto cleanup;
 	}
 	ret = NVS_EX_OK;
 
 cleanup:
-	free(gpus);
-	nvs_close(h);
+	nvs_cli_close(&c);
 	return ret;
 }

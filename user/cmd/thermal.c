@@ -12,13 +12,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/json.h"
 #include "libnvsidecar.h"
 #include "cmd/subcommands.h"
 #include "common/exit.h"
+#include "common/gpu.h"
 #include "common/io.h"
 #include "common/out.h"
-#include "common/color.h"
 
 
 /*
@@ -96,27 +95,6 @@ static void sleep_ms(uint64_t ms)
 	nanosleep(&ts, NULL);	/* EINTR: the caller checks stop */
 }
 
-/* Keeps only the GPU the user named; errors if there is none such. */
-static int select_gpu(const char *want, struct nvs_gpu_info *gpus, size_t *n)
-{
-	uint32_t idx;
-
-	if (!want)
-		return 0;
-	if (nvs_parse_gpu(want, gpus, *n, &idx) < 0) {
-		fprintf(stderr, "No such GPU: `%s' (see `%s status')\n", want, PROG_NAME);
-		return -1;
-	}
-	for (size_t i = 0; i < *n; ++i) {
-		if (gpus[i].index == idx) {
-			gpus[0] = gpus[i];
-			*n = 1;
-			break;
-		}
-	}
-	return 0;
-}
-
 static char *cell(char *buf, size_t len, bool has, int32_t mc)
 {
 	if (!has)
@@ -145,116 +123,90 @@ static void print_dump(const struct nvs_gpu_info *gpus, size_t n)
 	}
 }
 
-static void print_json(const struct nvs_gpu_info *gpus, size_t n)
+/*
+ * A snapshot: JSON, or the table (eol is "\e[K\n" while --watch redraws
+ * in place; at_peak marks values at their peak then).
+ */
+static void show(const struct nvs_gpu_info *gpus, size_t n, bool watch, const char *eol)
 {
-	struct json j;
-
-	json_init(&j, stdout, true);
-	json_obj_open(&j, NULL);
-	json_arr_open(&j, "gpus");
-	for (size_t i = 0; i < n; ++i) {
-		const struct nvs_gpu_info *g = &gpus[i];
-
-		json_obj_open(&j, NULL);
-		json_uint(&j, "index", g->index);
-		json_str(&j, "busid", g->busid);
-		json_str(&j, "chip", g->chip);
-		json_str(&j, "name", g->name);
-		json_str(&j, "status", nvs_status_name(g->status));
-		json_uint(&j, "sample_hz", g->sample_hz);
-		json_uint(&j, "seq", g->seq);
-		json_uint(&j, "last_sample_ns", g->last_sample_ns);
-		json_arr_open(&j, "sensors");
-		for (unsigned int k = 0; k < g->nsensors; ++k) {
-			const struct nvs_sensor_info *s = &g->sensors[k];
-
-			json_obj_open(&j, NULL);
-			json_uint(&j, "id", s->id);
-			json_str(&j, "label", s->label);
-			json_bool(&j, "valid", s->valid);
-#define OPT(key, has, v) do { if (has) json_int(&j, key, v); else json_null(&j, key); } while (0)
-			OPT("mc", s->valid, s->mc);
-			OPT("peak_mc", s->has_peak, s->peak);
-			OPT("low_mc", s->has_low, s->low);
-			OPT("max_mc", s->has_max, s->max);
-#undef OPT
-			json_bool(&j, "alarm", s->alarm);
-			json_obj_close(&j);
-		}
-		json_arr_close(&j);
-		json_obj_close(&j);
-	}
-	json_arr_close(&j);
-	json_obj_close(&j);
-	json_end(&j);
-}
-
-/* The table of a snapshot; eol is "\e[K\n" while redrawing in place. */
-static void print_table(const struct nvs_gpu_info *gpus, size_t n, bool watch, bool color,
-			const char *eol)
-{
-	const char *hi = color ? "\e[1;33m" : "", *red = color ? "\e[1;31m" : "",
-		   *dim = color ? "\e[2m" : "", *bold = color ? "\e[1m" : "", *off = color ? "\e[0m" : "";
-
-	printf("%s%-6s %-9s %9s %9s %9s %9s%s%s", bold, "GPU", "SENSOR", "TEMP", "PEAK", "LOW", "MAX",
-	       off, eol);
+	out_text("%s%-6s %-9s %9s %9s %9s %9s%s%s", out_cfg(OUT_BOLD), "GPU", "SENSOR", "TEMP", "PEAK", "LOW",
+		 "MAX", out_cfg(OUT_PLAIN), eol);
+	out_arr(OUT_JSON, "gpus");
 	for (size_t i = 0; i < n; ++i) {
 		const struct nvs_gpu_info *g = &gpus[i];
 		char gname[16];
 
 		snprintf(gname, sizeof(gname), "gpu%u", g->index);
-		if (g->status != NVS_STATUS_OK)
-			printf("%-6s %s%s%s%s%s%s", gname, dim, nvs_status_name(g->status),
-			       g->reason[0] ? ": " : "", g->reason, off, eol);
+		out_obj(OUT_JSON, NULL);
+		out_uint(OUT_JSON, "index", NULL, g->index);
+		out_str(OUT_JSON, "busid", NULL, g->busid);
+		out_str(OUT_JSON, "chip", NULL, g->chip);
+		out_str(OUT_JSON, "name", NULL, g->name);
+		out_str(OUT_JSON, "status", NULL, nvs_status_name(g->status));
+		out_uint(OUT_JSON, "sample_hz", NULL, g->sample_hz);
+		out_uint(OUT_JSON, "seq", NULL, g->seq);
+		out_uint(OUT_JSON, "last_sample_ns", NULL, g->last_sample_ns);
+		if (g->status != NVS_STATUS_OK) {
+			out_text("%-6s %s%s%s", gname, out_cfg(OUT_DIM), nvs_status_name(g->status), g->reason[0] ? ": " : "");
+			out_str(OUT_TEXT, NULL, "%s", g->reason);
+			out_text("%s%s", out_cfg(OUT_PLAIN), eol);
+		}
+		out_arr(OUT_JSON, "sensors");
 		for (unsigned int k = 0; k < g->nsensors; ++k) {
 			const struct nvs_sensor_info *s = &g->sensors[k];
 			bool at_peak = watch && s->valid && s->has_peak && s->mc >= s->peak;
+			enum out_color c = s->alarm ? OUT_ALARM : at_peak ? OUT_WARN : s->valid ? OUT_PLAIN : OUT_DIM;
 			char v[4][16];
 
-			cell(v[0], sizeof(v[0]), s->valid, s->mc);
-			cell(v[1], sizeof(v[1]), s->has_peak, s->peak);
-			cell(v[2], sizeof(v[2]), s->has_low, s->low);
-			cell(v[3], sizeof(v[3]), s->has_max, s->max);
+			out_obj(OUT_JSON, NULL);
+			out_uint(OUT_JSON, "id", NULL, s->id);
+			out_text("%-6s ", k ? "" : gname);
+			out_str(OUT_ANY, "label", "%-9s ", s->label);
+			out_bool(OUT_JSON, "valid", NULL, s->valid);
+#define OPT(key, has, val) do { if (has) out_int(OUT_JSON, key, NULL, val); else out_null(key); } while (0)
+			OPT("mc", s->valid, s->mc);
+			OPT("peak_mc", s->has_peak, s->peak);
+			OPT("low_mc", s->has_low, s->low);
+			OPT("max_mc", s->has_max, s->max);
+#undef OPT
+			out_bool(OUT_JSON, "alarm", NULL, s->alarm);
 			/* Without colour the mark is the only highlight. */
-			printf("%-6s %-9s %s%s%9s%s%s %9s %9s %9s%s%s", k ? "" : gname, s->label,
-			       s->alarm ? red : at_peak ? hi : s->valid ? "" : dim,
-			       "", v[0], at_peak ? "*" : " ", off, v[1], v[2], v[3],
-			       s->alarm ? "  ALARM" : "", eol);
+			out_text("%s%9s%s%s %9s %9s %9s%s%s", out_cfg(c), cell(v[0], sizeof(v[0]), s->valid, s->mc),
+				 at_peak ? "*" : " ", c == OUT_PLAIN ? "" : out_cfg(OUT_PLAIN),
+				 cell(v[1], sizeof(v[1]), s->has_peak, s->peak), cell(v[2], sizeof(v[2]), s->has_low, s->low),
+				 cell(v[3], sizeof(v[3]), s->has_max, s->max), s->alarm ? "  ALARM" : "", eol);
+			out_obj_end(OUT_JSON);
 		}
+		out_arr_end(OUT_JSON);
+		out_obj_end(OUT_JSON);
 	}
+	out_arr_end(OUT_JSON);
 	if (!n)
-		printf("No supported GPU found%s", eol);
+		out_text("No supported GPU found%s", eol);
 }
 
-static int snapshot(struct nvs_handle *h, const struct opts *o)
+static int snapshot(struct nvs_cli *c, const struct opts *o)
 {
-	struct nvs_gpu_info *gpus = NULL;
-	size_t n = 0;
-	int ret = NVS_EX_FAIL;
+	const struct nvs_gpu_info *gpus;
+	size_t n;
+	int ret = nvs_cli_select(c, o->gpu);
 
-	if (nvs_gpu_list(h, &gpus, &n) < 0) {
-		fprintf(stderr, "Unable to read the sensors: %s\n", nvs_last_error(h));
-		goto cleanup;
-	}
-	if (select_gpu(o->gpu, gpus, &n) < 0)
-		goto cleanup;
-	if (o->json)
-		print_json(gpus, n);
-	else if (o->dump)
+	if (ret)
+		return ret;
+	gpus = nvs_cli_gpus(c, &n);
+	if (o->dump) {
 		print_dump(gpus, n);
-	else
-		print_table(gpus, n, false, want_color(), "\n");
-	ret = fflush(stdout) ? NVS_EX_FAIL : NVS_EX_OK;
-
-cleanup:
-	free(gpus);
-	return ret;
+	} else {
+		out_begin(true);
+		show(gpus, n, false, "\n");
+	}
+	return out_end() < 0 ? NVS_EX_FAIL : NVS_EX_OK;
 }
 
-static int watch(struct nvs_handle *h, const struct opts *o)
+static int watch(struct nvs_cli *c, const struct opts *o)
 {
-	bool tty = isatty(STDOUT_FILENO), color = want_color();
-	struct nvs_gpu_info *gpus = NULL;
+	bool tty = isatty(STDOUT_FILENO);
+	const struct nvs_gpu_info *gpus;
 	uint32_t frames = 0;
 	size_t n = 0;
 	int ret = NVS_EX_FAIL;
@@ -266,14 +218,10 @@ static int watch(struct nvs_handle *h, const struct opts *o)
 		struct timespec wall;
 		char stamp[32];
 
-		free(gpus);
-		gpus = NULL;
-		if (nvs_gpu_list(h, &gpus, &n) < 0) {
-			fprintf(stderr, "Unable to read the sensors: %s\n", nvs_last_error(h));
+		ret = nvs_cli_select(c, o->gpu);
+		if (ret)
 			goto cleanup;
-		}
-		if (select_gpu(o->gpu, gpus, &n) < 0)
-			goto cleanup;
+		gpus = nvs_cli_gpus(c, &n);
 		clock_gettime(CLOCK_REALTIME, &wall);
 		strftime(stamp, sizeof(stamp), "%F %T", localtime(&wall.tv_sec));
 		if (tty)
@@ -282,7 +230,7 @@ static int watch(struct nvs_handle *h, const struct opts *o)
 			printf("\n");
 		printf("%s  every %g s  (* at peak)%s", stamp, (double)o->interval_ms / 1000,
 		       tty ? "\e[K\n" : "\n");
-		print_table(gpus, n, true, color, tty ? "\e[K\n" : "\n");
+		show(gpus, n, true, tty ? "\e[K\n" : "\n");
 		if (tty)
 			printf("\e[J");
 		fflush(stdout);
@@ -296,7 +244,6 @@ cleanup:
 	if (tty)
 		printf("\e[?25h");
 	fflush(stdout);
-	free(gpus);
 	return ret;
 }
 
@@ -349,7 +296,7 @@ static void find_again(struct nvs_handle *h, struct rec_gpu *r)
 		/* A new device starts counting again; take all it has. */
 		if (gpus[i].seq < r->since)
 			r->since = 0;
-		fprintf(stderr, "gpu%u (%s) is back; recording it again\n", r->index, r->busid);
+		out_note("gpu%u (%s) is back; recording it again", r->index, r->busid);
 		break;
 	}
 	free(gpus);
@@ -369,9 +316,10 @@ static int write_rows(FILE *f, struct rec_gpu *r, const struct nvs_samples *s, u
 	return 0;
 }
 
-static int record(struct nvs_handle *h, const struct opts *o, struct nvs_ofile *rf)
+static int record(struct nvs_cli *c, const struct opts *o, struct nvs_ofile *rf)
 {
-	struct nvs_gpu_info *gpus = NULL;
+	struct nvs_handle *h = c->h;
+	const struct nvs_gpu_info *gpus;
 	struct nvs_samples s = { 0 };
 	struct rec_gpu *rg = NULL;
 	const char *labels[NVS_MAX_SENSORS];
@@ -381,19 +329,18 @@ static int record(struct nvs_handle *h, const struct opts *o, struct nvs_ofile *
 	char err[4096 + 256];
 	int ret = NVS_EX_FAIL;
 
-	if (nvs_gpu_list(h, &gpus, &n) < 0) {
-		fprintf(stderr, "Unable to list GPUs: %s\n", nvs_last_error(h));
-		goto cleanup;
-	}
-	if (select_gpu(o->gpu, gpus, &n) < 0)
-		goto cleanup;
+	ret = nvs_cli_select(c, o->gpu);
+	if (ret)
+		return ret;
+	ret = NVS_EX_FAIL;
+	gpus = nvs_cli_gpus(c, &n);
 	if (!n) {
-		fprintf(stderr, "No supported GPU found: nothing to record\n");
+		ret = out_fail(NVS_EX_MISSING, "No supported GPU found: nothing to record");
 		goto cleanup;
 	}
 	rg = calloc(n, sizeof(*rg));
 	if (!rg) {
-		perror("Unable to allocate memory");
+		ret = out_fail(NVS_EX_FAIL, "Unable to allocate memory: %s", strerror(errno));
 		goto cleanup;
 	}
 	for (size_t i = 0; i < n; ++i) {
@@ -401,8 +348,8 @@ static int record(struct nvs_handle *h, const struct opts *o, struct nvs_ofile *
 		memcpy(rg[i].busid, gpus[i].busid, sizeof(rg[i].busid));
 		rg[i].since = gpus[i].seq + 1;
 		if (add_columns(&rg[i], &gpus[i], labels, &nlabels) < 0) {
-			fprintf(stderr, "Too many distinct sensor labels to record (more than %d)\n",
-				NVS_MAX_SENSORS);
+			ret = out_fail(NVS_EX_FAIL, "Too many distinct sensor labels to record (more than %d)",
+				       NVS_MAX_SENSORS);
 			goto cleanup;
 		}
 	}
@@ -412,8 +359,8 @@ static int record(struct nvs_handle *h, const struct opts *o, struct nvs_ofile *
 	catch_signals();
 	start_ns = now_ns();
 	end_ns = start_ns + o->duration_ms * 1000000ULL;
-	fprintf(stderr, "Recording %zu GPU%s for %.3f s to `%s'\n", n, n == 1 ? "" : "s",
-		(double)o->duration_ms / 1000, o->record);
+	out_note("Recording %zu GPU%s for %.3f s to `%s'", n, n == 1 ? "" : "s",
+		 (double)o->duration_ms / 1000, o->record);
 	for (;;) {
 		/* The pass after the deadline (or a signal) drains the rest. */
 		bool last = stop || now_ns() >= end_ns;
@@ -431,13 +378,13 @@ static int record(struct nvs_handle *h, const struct opts *o, struct nvs_ofile *
 				continue;
 			if (nvs_samples_get(h, r->index, r->since, &s) < 0) {
 				if (errno == ENODEV) {
-					fprintf(stderr, "gpu%u (%s) went away; waiting for it to "
-						"come back\n", r->index, r->busid);
+					out_note("gpu%u (%s) went away; waiting for it to come back",
+						 r->index, r->busid);
 					r->gone = true;
 					continue;
 				}
-				fprintf(stderr, "Unable to read the samples of gpu%u: %s\n",
-					r->index, nvs_last_error(h));
+				ret = out_fail(nvs_exit_for_errno(errno), "Unable to read the samples of gpu%u: %s",
+					       r->index, nvs_last_error(h));
 				goto cleanup;
 			}
 			r->lost += s.lost;
@@ -450,7 +397,7 @@ static int record(struct nvs_handle *h, const struct opts *o, struct nvs_ofile *
 		sleep_ms(RECORD_POLL_MS);
 	}
 	if (nvs_ofile_commit(rf, err, sizeof(err)) < 0) {
-		fprintf(stderr, "%s\n", err);
+		ret = out_fail(NVS_EX_FAIL, "%s", err);
 		goto cleanup;
 	}
 
@@ -458,146 +405,135 @@ static int record(struct nvs_handle *h, const struct opts *o, struct nvs_ofile *
 		lost += rg[i].lost;
 		rows += rg[i].rows;
 	}
-	fprintf(stderr, "%secorded %" PRIu64 " samples of %zu GPU%s to `%s' in %.3f s, lost %"
-		PRIu64 "\n", interrupted ? "Interrupted: r" : "R", rows, n, n == 1 ? "" : "s",
-		o->record, (double)(end_ns - start_ns) / 1e9, lost);
+	out_note("%secorded %" PRIu64 " samples of %zu GPU%s to `%s' in %.3f s, lost %" PRIu64,
+		 interrupted ? "Interrupted: r" : "R", rows, n, n == 1 ? "" : "s", o->record,
+		 (double)(end_ns - start_ns) / 1e9, lost);
 	for (size_t i = 0; lost && i < n; ++i)
 		if (rg[i].lost)
-			fprintf(stderr, "  gpu%u lost %" PRIu64 " samples\n", rg[i].index, rg[i].lost);
+			out_note("  gpu%u lost %" PRIu64 " samples", rg[i].index, rg[i].lost);
 	if (lost && !o->allow_loss) {
-		fprintf(stderr, "Samples were lost: the recorder fell behind the kernel's ring; "
-			"lower the rate with `%s set GPU sample-hz N' or pass --allow-loss\n",
-			PROG_NAME);
-		ret = NVS_EX_LOST;
+		ret = out_fail(NVS_EX_LOST, "Samples were lost: the recorder fell behind the kernel's ring; "
+			       "lower the rate with `%s set GPU sample-hz N' or pass --allow-loss", PROG_NAME);
 	} else {
 		ret = NVS_EX_OK;
 	}
 	goto cleanup;
 
 write_error:
-	fprintf(stderr, "Unable to write the recording `%s': %s\n", o->record, strerror(errno));
+	ret = out_fail(NVS_EX_FAIL, "Unable to write the recording `%s': %s", o->record, strerror(errno));
 cleanup:
 	nvs_samples_free(&s);
 	free(rg);
-	free(gpus);
 	return ret;
 }
 
-int thermal_main(int argc, const char *argv[])
+/* Returns 0, or the exit code of an argument error (reported). */
+static int parse(int argc, const char *argv[], struct opts *o)
 {
-	struct opts o = { .interval_ms = 1000 };
-	struct nvs_handle *h = NULL;
-	struct nvs_ofile rf = { 0 };
-	char err[4096 + 256];
-	bool have_duration = false;
-	mode_t mask;
-	int ret = NVS_EX_USAGE;
+	bool have_duration = false, have_interval = false;
+	const char *name = argv[0];
 
 	for (int i = 1; i < argc; ++i) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			show_usage(stdout, argv[0]);
-			return NVS_EX_OK;
-		} else if (!strcmp(a, "--json")) {
-			o.json = true;
+		if (!strcmp(a, "--json")) {
+			o->json = true;
+			out_set_json(true);
 		} else if (!strcmp(a, "--dump")) {
-			o.dump = true;
+			o->dump = true;
 		} else if (!strcmp(a, "--watch")) {
-			o.watch = true;
+			o->watch = true;
 		} else if (!strcmp(a, "--allow-loss")) {
-			o.allow_loss = true;
-		} else if (!strcmp(a, "--gpu") && v) {
-			o.gpu = v;
-			++i;
-		} else if (!strcmp(a, "--record") && v) {
-			if (!*v) {
-				fprintf(stderr, "Empty file name for --record\n");
-				goto usage;
-			}
-			o.record = v;
-			++i;
-		} else if (!strcmp(a, "--duration") && v) {
-			if (nvs_parse_duration_ms(v, 1, MAX_DURATION_MS, &o.duration_ms) < 0) {
-				fprintf(stderr, "Invalid --duration (1 ms to 7 days, e.g. 30, 1.5, "
-					"500ms, 2m): `%s'\n", v);
-				goto usage;
-			}
+			o->allow_loss = true;
+		} else if (strcmp(a, "--gpu") && strcmp(a, "--record") && strcmp(a, "--duration") &&
+			   strcmp(a, "--interval") && strcmp(a, "--count")) {
+			return out_usage(name, "Unknown argument: `%s'", a);
+		} else if (!v) {
+			return out_usage(name, "Missing value for `%s'", a);
+		} else if (!strcmp(a, "--gpu")) {
+			/* checked before the module is asked: a typo is an argument error */
+			if (!nvs_gpu_spec_ok(v))
+				return out_usage(name, "Invalid --gpu (gpuN, N or a PCI bus id such as 0000:01:00.0): `%s'", v);
+			o->gpu = argv[++i];
+		} else if (!strcmp(a, "--record")) {
+			if (!*v)
+				return out_usage(name, "Empty file name for --record (- writes to standard output)");
+			o->record = argv[++i];
+		} else if (!strcmp(a, "--duration")) {
+			if (nvs_parse_duration_ms(v, 1, MAX_DURATION_MS, &o->duration_ms) < 0)
+				return out_usage(name, "Invalid --duration (1 ms to 7 days, e.g. 30, 1.5, 500ms, 2m): `%s'", v);
 			have_duration = true;
 			++i;
-		} else if (!strcmp(a, "--interval") && v) {
-			if (nvs_parse_duration_ms(v, 50, 3600 * 1000, &o.interval_ms) < 0) {
-				fprintf(stderr, "Invalid --interval (0.05 s to 1 h): `%s'\n", v);
-				goto usage;
-			}
-			++i;
-		} else if (!strcmp(a, "--count") && v) {
-			if (nvs_parse_u32(v, 1, UINT32_MAX, &o.count) < 0) {
-				fprintf(stderr, "Invalid --count (a positive number): `%s'\n", v);
-				goto usage;
-			}
+		} else if (!strcmp(a, "--interval")) {
+			if (nvs_parse_duration_ms(v, 50, 3600 * 1000, &o->interval_ms) < 0)
+				return out_usage(name, "Invalid --interval (0.05 s to 1 h): `%s'", v);
+			have_interval = true;
 			++i;
 		} else {
-			bool needs_value = !v && (!strcmp(a, "--gpu") || !strcmp(a, "--record") ||
-						   !strcmp(a, "--duration") || !strcmp(a, "--interval") ||
-						   !strcmp(a, "--count"));
-
-			fprintf(stderr, needs_value ? "Missing value for `%s'\n" :
-				"Unknown argument: `%s'\n", a);
-			goto usage;
+			if (nvs_parse_u32(v, 1, UINT32_MAX, &o->count) < 0)
+				return out_usage(name, "Invalid --count (a positive number): `%s'", v);
+			++i;
 		}
 	}
-	if (o.json + o.dump + o.watch + !!o.record > 1) {
-		fprintf(stderr, "Choose one of --json, --dump, --watch and --record\n");
-		goto usage;
-	}
-	if (!!o.record != have_duration) {
-		fprintf(stderr, "--record and --duration go together\n");
-		goto usage;
-	}
-	if (o.allow_loss && !o.record) {
-		fprintf(stderr, "--allow-loss only applies to --record\n");
-		goto usage;
-	}
-	if (o.count && !o.watch) {
-		fprintf(stderr, "--count only applies to --watch\n");
-		goto usage;
-	}
+	if (o->json + o->dump + o->watch + !!o->record > 1)
+		return out_usage(name, "Choose one of --json, --dump, --watch and --record");
+	if (!!o->record != have_duration)
+		return out_usage(name, "--record and --duration go together");
+	if (o->allow_loss && !o->record)
+		return out_usage(name, "--allow-loss only applies to --record");
+	if (o->count && !o->watch)
+		return out_usage(name, "--count only applies to --watch");
+	if (have_interval && !o->watch)
+		return out_usage(name, "--interval only applies to --watch");
+	return 0;
+}
 
-	ret = NVS_EX_FAIL;
-	/* Made before talking to the kernel, so a bad path fails first and fast. */
+int thermal_main(int argc, const char *argv[])
+{
+	struct opts o = { .interval_ms = 1000 };
+	struct nvs_ofile rf = { 0 };
+	struct nvs_cli c = { 0 };
+	char err[4096 + 256];
+	mode_t mask;
+	int ret;
+
+	for (int i = 1; i < argc; ++i)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			show_usage(stdout, argv[0]);
+			return NVS_EX_OK;
+		}
+	ret = parse(argc, argv, &o);
+	if (ret)
+		return ret;
+
+	/*
+	 * Made before talking to the kernel, so a bad path fails first and
+	 * fast; a target that is not a regular file (/dev/null) is refused.
+	 */
 	mask = umask(0);
 	umask(mask);
 	if (o.record) {
-		int e = nvs_ofile_open(&rf, o.record, 0666 & ~mask, err, sizeof(err));
-
-		if (e) {
-			fprintf(stderr, "%s\n", err);
-			ret = nvs_exit_for_path(-e);
+		ret = nvs_ofile_open(&rf, o.record, 0666 & ~mask, err, sizeof(err));
+		if (ret) {
+			ret = out_fail(nvs_exit_for_path(-ret), "%s", err);
 			goto cleanup;
 		}
+		if (!rf.is_stdout)
+			setvbuf(rf.f, NULL, _IOFBF, 1 << 20);
 	}
-	if (o.record && !rf.is_stdout)
-		setvbuf(rf.f, NULL, _IOFBF, 1 << 20);
-	if (nvs_open(&h) < 0) {
-		fprintf(stderr, "%s\n", nvs_last_error(NULL));
-		ret = errno == ENOENT ? NVS_EX_MISSING : NVS_EX_FAIL;
+	ret = nvs_cli_open(&c, false, NULL);
+	if (ret)
 		goto cleanup;
-	}
 	if (o.record)
-		ret = record(h, &o, &rf);
+		ret = record(&c, &o, &rf);
 	else if (o.watch)
-		ret = watch(h, &o);
+		ret = watch(&c, &o);
 	else
-		ret = snapshot(h, &o);
+		ret = snapshot(&c, &o);
 
 cleanup:
 	nvs_ofile_discard(&rf);
-	nvs_close(h);
-	return ret;
-
-usage:
-	show_usage(stderr, argv[0]);
+	nvs_cli_close(&c);
 	return ret;
 }

@@ -12,16 +12,18 @@ enum nvs_exit {
 	NVS_EX_OK = 0,		/* done; every check passed */
 	NVS_EX_FAIL = 1,	/* a check failed, or the work could not be done */
 	NVS_EX_USAGE = 2,	/* invalid arguments, or an input that cannot be used */
-	NVS_EX_MISSING = 3,	/* something needed is absent: the nvsidecar module,
-				 * libcuda, a CUDA device, an RDMA device */
+	/* something needed is absent: the nvsidecar module, libcuda, a CUDA device, an RDMA device */
+	NVS_EX_MISSING = 3,
 	NVS_EX_PERM = 4,	/* permission denied: run as root */
 	NVS_EX_LOST = 5,	/* data was lost: samples (thermal --record), events */
-	NVS_EX_GATE = 6,	/* libcuda's dma-buf gate is closed (export refused
-				 * with CUDA_ERROR_NOT_SUPPORTED, attributes 0) */
-	NVS_EX_REFUSED = 7,	/* a component refused: the dma-buf exporter refused
-				 * the importer, the NIC refused the memory
-				 * registration, libcuda's code is not provably
-				 * patchable or is already patched */
+	/* libcuda's dma-buf gate is closed (export refused with CUDA_ERROR_NOT_SUPPORTED, attributes 0) */
+	NVS_EX_GATE = 6,
+	/*
+	 * a component refused: the dma-buf exporter refused the importer, the
+	 * NIC refused the memory registration, libcuda's code is not provably
+	 * patchable or is already patched
+	 */
+	NVS_EX_REFUSED = 7,
 	NVS_EX_NOT_BAR1 = 8,	/* GPU memory was mapped, but not through BAR1 */
 	NVS_EX_STALE = 9,	/* a patched libcuda copy no longer matches the driver */
 	NVS_EX_CONNECT = 10,	/* an RDMA connection could not be made */

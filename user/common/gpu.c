@@ -74,19 +74,23 @@ static int select_gpu(struct nvs_cli *c, const char *want)
 			c->n ? have : "none", PROG_NAME);
 }
 
+int nvs_cli_select(struct nvs_cli *c, const char *want)
+{
+	int ret = nvs_cli_relist(c);
+
+	if (ret || !want)
+		return ret;
+	return select_gpu(c, want);
+}
+
 int nvs_cli_open(struct nvs_cli *c, bool list, const char *want)
 {
-	int ret;
-
 	memset(c, 0, sizeof(*c));
 	if (nvs_open(&c->h) < 0)
 		return out_fail(nvs_exit_for_errno(errno), "%s", nvs_last_error(NULL));
 	if (!list && !want)
 		return NVS_EX_OK;
-	ret = nvs_cli_relist(c);
-	if (ret || !want)
-		return ret;
-	return select_gpu(c, want);
+	return nvs_cli_select(c, want);
 }
 
 void nvs_cli_close(struct nvs_cli *c)

@@ -35,6 +35,14 @@ bool nvs_bdf_ok(const char *s);
 int nvs_cli_open(struct nvs_cli *c, bool list, const char *want);
 /* Lists the GPUs again (after a hot-plug); the selection is dropped. */
 int nvs_cli_relist(struct nvs_cli *c);
+/* Lists again and selects want (NULL: all). NVS_EX_OK or the code, reported. */
+int nvs_cli_select(struct nvs_cli *c, const char *want);
+/* The GPUs to work on: the selected one, or all. */
+static inline const struct nvs_gpu_info *nvs_cli_gpus(const struct nvs_cli *c, size_t *n)
+{
+	*n = c->sel ? 1 : c->n;
+	return c->sel ? c->sel : c->gpus;
+}
 void nvs_cli_close(struct nvs_cli *c);
 
 /* Same PCI function? CUDA writes "00000000:0A:00.0", the kernel "0000:0a:00.0". */

@@ -306,7 +306,7 @@ static int fill(struct nvs_ifile *in, char *err, size_t errlen)
 		in->end -= in->start;
 		in->start = 0;
 	}
-	if (in->cap - 1 - in->end < 4096 && in->cap < in->max_line + 2) {
+	if (!in->cap || (in->cap - 1 - in->end < 4096 && in->cap < in->max_line + 2)) {
 		size_t cap = in->cap ? in->cap * 2 : 65536;
 		char *b;
 

@@ -34,18 +34,16 @@ static void put_escaped(FILE *f, const char *s)
 		} else if (n > 1) {
 			fwrite(p, 1, n, f);
 		} else {
-			switch (*p) {
-			case '"': fputs("\\\"", f); break;
-			case '\\': fputs("\\\\", f); break;
-			case '\n': fputs("\\n", f); break;
-			case '\r': fputs("\\r", f); break;
-			case '\t': fputs("\\t", f); break;
-			default:
-				if (*p < 0x20 || *p == 0x7f)
-					fprintf(f, "\\u%04x", *p);
-				else
-					fputc(*p, f);
-			}
+			static const char *const esc[] = {
+				['"'] = "\\\"", ['\\'] = "\\\\", ['\n'] = "\\n", ['\r'] = "\\r", ['\t'] = "\\t",
+			};
+
+			if (*p < sizeof(esc) / sizeof(esc[0]) && esc[*p])
+				fputs(esc[*p], f);
+			else if (*p < 0x20 || *p == 0x7f)
+				fprintf(f, "\\u%04x", *p);
+			else
+				fputc(*p, f);
 		}
 		p += n;
 	}

@@ -15,7 +15,7 @@ const char *PROG_NAME = "nvsidecar";
 /* One run prints one result: the state is the process's, as in iproute2. */
 static struct {
 	bool json;
-	bool started;		/* a JSON document (or its error) went out */
+	bool open;		/* a JSON document is being written */
 	bool failed;		/* the error document went out */
 	int color;		/* -1 undecided */
 	struct json j;
@@ -69,15 +69,16 @@ void out_begin(bool pretty)
 		return;
 	json_init(&st.j, stdout, pretty);
 	json_obj_open(&st.j, NULL);
-	st.started = true;
+	st.open = true;
 }
 
 int out_end(void)
 {
-	if (st.json && st.started) {
+	if (st.json && st.open) {
 		json_obj_close(&st.j);
 		json_end(&st.j);
 	}
+	st.open = false;
 	if (fflush(stdout) || ferror(stdout))
 		return -(errno ? errno : EIO);
 	return 0;
@@ -206,9 +207,10 @@ static void error_doc(int code, const char *msg)
 {
 	struct json j;
 
-	if (!st.json || st.started)
+	/* never inside a document, and once: a stream ends with it */
+	if (!st.json || st.open || st.failed)
 		return;
-	st.started = st.failed = true;
+	st.failed = true;
 	json_init(&j, stdout, false);
 	json_obj_open(&j, NULL);
 	json_bool(&j, "ok", false);

@@ -80,8 +80,9 @@ void out_safe(const char *s);
 
 /*
  * Reports a failure and returns code: the message (escaped) on stderr and,
- * in JSON mode, the error document on stdout (once per run, and only if no
- * document was started).
+ * in JSON mode, the error document on stdout (once per run, never inside
+ * another document; a stream of documents, as `events --json' writes,
+ * ends with it).
  */
 int out_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*

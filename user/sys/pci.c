@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <pci/pci.h>
 
+#include "common/io.h"
 #include "sys/pci.h"
 
 #define CFG_MAX 4096
@@ -190,32 +192,37 @@ static int read_sysfs_str(const char *path, char *buf, size_t len)
 	return 0;
 }
 
+/* The last component of the link /sys/bus/pci/devices/BDF/what points to ("" if none). */
+static const char *link_base(const char *bdf, const char *what, char *link, size_t len)
+{
+	char path[PATH_MAX];
+	const char *base;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/%s", bdf, what);
+	n = readlink(path, link, len - 1);
+	if (n <= 0)
+		return "";
+	link[n] = 0;
+	base = strrchr(link, '/');
+	return base ? base + 1 : link;
+}
+
 static void fill_sysfs(struct nvs_pci_dev *d)
 {
 	char path[PATH_MAX], link[PATH_MAX], buf[64];
-	ssize_t n;
+	const char *base;
 
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/iommu_group", d->bdf);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n > 0) {
-		const char *base;
-
-		link[n] = 0;
-		base = strrchr(link, '/');
-		d->iommu_group = atoi(base ? base + 1 : link);
+	base = link_base(d->bdf, "iommu_group", link, sizeof(link));
+	if (*base) {
+		d->iommu_group = atoi(base);
 		snprintf(path, sizeof(path), "/sys/kernel/iommu_groups/%d/type", d->iommu_group);
 		if (!read_sysfs_str(path, buf, sizeof(buf)))
 			snprintf(d->iommu_type, sizeof(d->iommu_type), "%.15s", buf);
 	}
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver", d->bdf);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n > 0) {
-		const char *base;
-
-		link[n] = 0;
-		base = strrchr(link, '/');
-		snprintf(d->driver, sizeof(d->driver), "%.31s", base ? base + 1 : link);
-	}
+	base = link_base(d->bdf, "driver", link, sizeof(link));
+	if (*base)
+		snprintf(d->driver, sizeof(d->driver), "%.31s", base);
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/infiniband", d->bdf);
 	d->has_ib_dir = access(path, F_OK) == 0;
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/numa_node", d->bdf);
@@ -303,45 +310,84 @@ static bool shape(const char *s, const char *fmt)
  * libpci silently returns no devices for a file that is not a dump, and
  * exits on an over-long line. Looking first gives the admin a reason.
  */
-static int check_dump(const char *path, char *err, size_t errlen)
+static int check_dump(const char *path, const char *buf, size_t len, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "re");
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	int headers = 0, rows = 0, lineno = 0, ret = 0;
+	int headers = 0, rows = 0, lineno = 0;
 
-	if (!f) {
-		ret = -errno;
-		snprintf(err, errlen, "Unable to open PCI dump `%s': %s", path, strerror(-ret));
-		return ret;
-	}
-	while ((n = getline(&line, &cap, f)) > 0) {
+	for (const char *l = buf, *end = buf + len; l < end;) {
+		const char *nl = memchr(l, '\n', (size_t)(end - l));
+		size_t n = nl ? (size_t)(nl - l) + 1 : (size_t)(end - l);
+
 		lineno++;
-		if (n > 250 || memchr(line, 0, n)) {
+		if (n > 250 || memchr(l, 0, n)) {
 			snprintf(err, errlen,
 				 "PCI dump `%s' line %d is not lspci output (binary or over-long line); create one with `lspci -xxxx > FILE'",
 				 path, lineno);
-			ret = -EINVAL;
-			goto out;
+			return -EINVAL;
 		}
-		if (shape(line, "##:##.# ") || shape(line, "####:##:##.# "))
+		if (shape(l, "##:##.# ") || shape(l, "####:##:##.# "))
 			headers++;
-		else if (shape(line, "##: ") || shape(line, "###: "))
+		else if (shape(l, "##: ") || shape(l, "###: "))
 			rows++;
+		l += n;
 	}
-	if (ferror(f)) {
-		ret = -errno;
-		snprintf(err, errlen, "Unable to read PCI dump `%s': %s", path, strerror(errno));
-	} else if (!headers || !rows) {
+	if (!headers || !rows) {
 		snprintf(err, errlen,
 			 "PCI dump `%s' has no devices with config space (expected `lspci -x', `-xxx' or `-xxxx' output)",
 			 path);
-		ret = -EINVAL;
+		return -EINVAL;
 	}
+	return 0;
+}
+
+/*
+ * The dump is read once (a pipe or <(ssh node lspci -xxxx) has no second
+ * reading), checked, and handed to libpci as a memfd it can open by name.
+ */
+static int load_dump(const char *path, char *name, size_t namelen, char *err, size_t errlen)
+{
+	char *buf;
+	size_t len, done = 0;
+	int fd, ret;
+
+	ret = nvs_read_all(path, NVS_PCI_DUMP_MAX, &buf, &len, err, errlen);
+	if (ret == -EFBIG) {
+		snprintf(err, errlen, "PCI dump `%s' is larger than %d MiB: not lspci output", path,
+			 NVS_PCI_DUMP_MAX >> 20);
+	} else if (ret) {
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "PCI dump: %s", why);
+	}
+	if (ret)
+		return ret;
+	ret = check_dump(path, buf, len, err, errlen);
+	if (ret)
+		goto out;
+	fd = memfd_create("nvsidecar-pci-dump", MFD_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "Unable to keep the PCI dump in memory: %s", strerror(errno));
+		goto out;
+	}
+	while (done < len) {
+		ssize_t w = write(fd, buf + done, len - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			ret = w < 0 ? -errno : -EIO;
+			snprintf(err, errlen, "Unable to keep the PCI dump in memory: %s", strerror(-ret));
+			close(fd);
+			goto out;
+		}
+		done += (size_t)w;
+	}
+	snprintf(name, namelen, "/proc/self/fd/%d", fd);
+	ret = fd;
 out:
-	free(line);
-	fclose(f);
+	free(buf);
 	return ret;
 }
 
@@ -371,24 +417,23 @@ int nvs_pci_scan(struct nvs_pci *p, const char *dump, const struct nvs_pci_id *e
 	struct pci_dev *dev;
 	uint8_t *cfg = NULL;
 	volatile size_t count = 0;
+	volatile int dump_fd = -1;
+	char dump_name[64] = "";
 	int ret;
 
 	memset(p, 0, sizeof(*p));
 	if (dump) {
-		ret = check_dump(dump, err, errlen);
-		if (ret)
-			return ret;
+		dump_fd = load_dump(dump, dump_name, sizeof(dump_name), err, errlen);
+		if (dump_fd < 0)
+			return dump_fd;
 	}
 	cfg = malloc(CFG_MAX);
-	if (!cfg) {
-		snprintf(err, errlen, "Unable to allocate memory");
-		return -ENOMEM;
-	}
-
-	a = pci_alloc();
+	a = cfg ? pci_alloc() : NULL;
 	if (!a) {
 		free(cfg);
-		snprintf(err, errlen, "Unable to initialise libpci");
+		if (dump_fd >= 0)
+			close(dump_fd);
+		snprintf(err, errlen, cfg ? "Unable to initialise libpci" : "Unable to allocate memory");
 		return -ENOMEM;
 	}
 	a->error = lib_error;
@@ -402,7 +447,7 @@ int nvs_pci_scan(struct nvs_pci *p, const char *dump, const struct nvs_pci_id *e
 	}
 	if (dump) {
 		a->method = PCI_ACCESS_DUMP;
-		if (pci_set_param(a, "dump.name", (char *)dump)) {
+		if (pci_set_param(a, "dump.name", dump_name)) {
 			snprintf(err, errlen, "This libpci has no dump access method");
 			ret = -ENOTSUP;
 			goto fail;
@@ -475,11 +520,15 @@ int nvs_pci_scan(struct nvs_pci *p, const char *dump, const struct nvs_pci_id *e
 	set_host_bridges(p);
 	pci_cleanup(a);
 	free(cfg);
+	if (dump_fd >= 0)
+		close(dump_fd);
 	return 0;
 
 fail:
 	pci_cleanup(a);
 	free(cfg);
+	if (dump_fd >= 0)
+		close(dump_fd);
 	nvs_pci_free(p);
 	return ret;
 }

@@ -43,8 +43,8 @@ enum nvs_pci_role {
 
 struct nvs_pci_link {
 	bool present;		/* has a PCIe capability */
-	int port_type;		/* NVS_PCIE_*, -1 without a PCIe capability,
-				 * -2 a bridge whose capabilities were unreadable */
+	/* NVS_PCIE_*, -1 without a PCIe capability, -2 a bridge whose capabilities were unreadable */
+	int port_type;
 	int cur_speed, cur_width;	/* link status; speed 1 = 2.5 GT/s .. 6 = 64 GT/s */
 	int max_speed, max_width;	/* link capabilities */
 };
@@ -92,8 +92,12 @@ struct nvs_pci_id {
 	uint16_t vendor, device;
 };
 
+/* A dump larger than this is not lspci output (a thousand devices take 16 MiB). */
+#define NVS_PCI_DUMP_MAX (64 << 20)
+
 /*
- * Scans from sysfs (dump == NULL) or from an lspci -x/-xxx/-xxxx dump.
+ * Scans from sysfs (dump == NULL) or from an lspci -x/-xxx/-xxxx dump,
+ * which is read exactly once ("-": standard input; a pipe or <(...) works).
  * extra_gpus lists ids treated as GPUs besides NVIDIA display controllers.
  * Returns 0, or -errno with an admin-readable message in err.
  */

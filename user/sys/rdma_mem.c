@@ -8,11 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include <linux/udmabuf.h>
 
+#include "sys/dmabuf.h"
 #include "sys/rdma_mem.h"
 
 #define GPU_ALIGN (2UL << 20)
@@ -114,54 +113,17 @@ static int cuda_fail(struct nvs_cuda *cu, CUresult r, const char *call, char *er
 
 static int alloc_udmabuf(struct nvs_rmem *m, char *err, size_t errlen)
 {
-	struct udmabuf_create c = { .flags = UDMABUF_FLAGS_CLOEXEC, .size = m->len };
-	int memfd, dev, ret;
+	void *map = NULL;
+	int fd = nvs_udmabuf_create(m->len, &map, err, errlen);
 
-	memfd = memfd_create("nvs-rdma", MFD_ALLOW_SEALING | MFD_CLOEXEC);
-	if (memfd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "Unable to create a memfd for the udmabuf: %s", strerror(errno));
-		return ret;
-	}
-	if (ftruncate(memfd, (off_t)m->len) < 0 || fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK) < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "Unable to size and seal the udmabuf memfd: %s", strerror(errno));
-		goto out_close;
-	}
-	m->host = mmap(NULL, m->len, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
-	if (m->host == MAP_FAILED) {
-		ret = -errno;
-		m->host = NULL;
-		snprintf(err, errlen, "Unable to map the udmabuf memfd: %s", strerror(errno));
-		goto out_close;
-	}
-	dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
-	if (dev < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "Unable to open `/dev/udmabuf': %s (the kernel needs CONFIG_UDMABUF, 5.0+)",
-			 strerror(errno));
-		goto out_unmap;
-	}
-	c.memfd = (uint32_t)memfd;
-	m->dmabuf_fd = ioctl(dev, UDMABUF_CREATE, &c);
-	ret = -errno;
-	close(dev);
-	if (m->dmabuf_fd < 0) {
-		snprintf(err, errlen, "Unable to create a udmabuf: %s", strerror(-ret));
-		goto out_unmap;
-	}
-	close(memfd);
+	if (fd < 0)
+		return fd;
+	m->dmabuf_fd = fd;
+	m->host = map;
 	m->host_is_buf = true;
 	m->addr = (uintptr_t)m->host;
 	snprintf(m->what, sizeof(m->what), "dma-buf from udmabuf (ibv_reg_dmabuf_mr)");
 	return 0;
-
-out_unmap:
-	munmap(m->host, m->len);
-	m->host = NULL;
-out_close:
-	close(memfd);
-	return ret;
 }
 
 int nvs_rmem_alloc(struct nvs_rmem *m, enum nvs_rmem_kind k, enum nvs_rmem_source src,

@@ -214,9 +214,8 @@ static void take_extack(struct nvs_handle *h, struct nlmsghdr *nlh)
 	if (off >= nlh->nlmsg_len)
 		return;
 	nla_for_each_attr(attr, (struct nlattr *)((char *)nlh + off), (int)(nlh->nlmsg_len - off), rem) {
-		if (nla_type(attr) == NLMSGERR_ATTR_MSG && nla_len(attr) > 0) {
+		if (nla_type(attr) == NLMSGERR_ATTR_MSG && nla_len(attr) > 0)
 			copy_str(h->err, sizeof(h->err), attr);
-		}
 	}
 }
 
@@ -402,11 +401,14 @@ static int parse_sensor(struct nlattr *nest, struct nvs_sensor_info *s)
 		   tb[NVS_SENSOR_A_MC];
 	if (tb[NVS_SENSOR_A_MC])
 		s->mc = (int32_t)nla_get_u32(tb[NVS_SENSOR_A_MC]);
-	if ((s->has_peak = tb[NVS_SENSOR_A_PEAK]))
+	s->has_peak = tb[NVS_SENSOR_A_PEAK];
+	if (s->has_peak)
 		s->peak = (int32_t)nla_get_u32(tb[NVS_SENSOR_A_PEAK]);
-	if ((s->has_low = tb[NVS_SENSOR_A_LOW]))
+	s->has_low = tb[NVS_SENSOR_A_LOW];
+	if (s->has_low)
 		s->low = (int32_t)nla_get_u32(tb[NVS_SENSOR_A_LOW]);
-	if ((s->has_max = tb[NVS_SENSOR_A_MAX]))
+	s->has_max = tb[NVS_SENSOR_A_MAX];
+	if (s->has_max)
 		s->max = (int32_t)nla_get_u32(tb[NVS_SENSOR_A_MAX]);
 	s->alarm = tb[NVS_SENSOR_A_ALARM] && nla_get_u8(tb[NVS_SENSOR_A_ALARM]);
 	return 0;
@@ -750,8 +752,8 @@ static int parse_dmabuf(struct req *rq, struct nlmsghdr *nlh)
 	for (int i = 1; i <= NVS_DMABUF_A_MAX; ++i)
 		if (d[i])
 			r->present |= 1U << i;
-#define U32(A, F) if (d[A]) r->F = nla_get_u32(d[A])
-#define U64(A, F) if (d[A]) r->F = nla_get_u64(d[A])
+#define U32(A, F) do { if (d[A]) r->F = nla_get_u32(d[A]); } while (0)
+#define U64(A, F) do { if (d[A]) r->F = nla_get_u64(d[A]); } while (0)
 	U32(NVS_DMABUF_A_STEP, step);
 	U32(NVS_DMABUF_A_ERRNO, err);
 	U64(NVS_DMABUF_A_SIZE, size);
@@ -836,10 +838,12 @@ static int parse_event(struct nvs_handle *h, struct nlmsghdr *nlh, struct nvs_ev
 	ev->type = nla_get_u32(tb[NVS_A_EVENT_TYPE]);
 	if (tb[NVS_A_EVENT_TS_NS])
 		ev->ts_ns = nla_get_u64(tb[NVS_A_EVENT_TS_NS]);
-	if ((ev->has_gpu = tb[NVS_A_GPU_INDEX]))
+	ev->has_gpu = tb[NVS_A_GPU_INDEX];
+	if (ev->has_gpu)
 		ev->gpu = nla_get_u32(tb[NVS_A_GPU_INDEX]);
 	copy_str(ev->busid, sizeof(ev->busid), tb[NVS_A_GPU_BUSID]);
-	if ((ev->has_status = tb[NVS_A_GPU_STATUS]))
+	ev->has_status = tb[NVS_A_GPU_STATUS];
+	if (ev->has_status)
 		ev->status = nla_get_u32(tb[NVS_A_GPU_STATUS]);
 	copy_str(ev->reason, sizeof(ev->reason), tb[NVS_A_GPU_STATUS_REASON]);
 	if (tb[NVS_A_GPU_SENSOR]) {

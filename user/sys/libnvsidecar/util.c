@@ -172,10 +172,22 @@ int nvs_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t align, ui
 	if (ret == -EINVAL)
 		return fail(EINVAL);
 	switch (*rest) {
-	case 'k': case 'K': shift = 10; break;
-	case 'm': case 'M': shift = 20; break;
-	case 'g': case 'G': shift = 30; break;
-	case 't': case 'T': shift = 40; break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		break;
+	case 't':
+	case 'T':
+		shift = 40;
+		break;
 	}
 	if (shift)
 		++rest;

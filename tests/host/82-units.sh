@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+#
+# What the shipped units and package scripts promise an admin:
+#  - nvsidecar-doctor.service still runs when the module failed to load
+#    (Wants=, not Requires=), cannot hang forever (TimeoutStartSec=), and
+#    takes its arguments from /etc/default/nvsidecar; systemd-analyze
+#    verify accepts the units;
+#  - an upgrade with an initramfs that holds the previous nvsidecar.ko
+#    either rebuilds it (NVSIDECAR_UPDATE_INITRAMFS=yes) or says it must be
+#    rebuilt: the Debian postinst, run in a private mount namespace against
+#    stand-in dkms, modinfo, lsinitramfs and update-initramfs.
+set -u
+# shellcheck source=../lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+
+work=$(mktemp -d /tmp/nvs-units.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+units=$NVS_TOP/scripts/systemd
+doctor=$units/nvsidecar-doctor.service
+
+# --- the doctor unit ------------------------------------------------------------
+key() { sed -n "s/^$1=//p" "$doctor"; }
+if [[ $(key Wants) == nvsidecar.service && -z $(key Requires) && $(key After) == nvsidecar.service ]]; then
+	t_pass units-doctor-wants
+else
+	t_fail units-doctor-wants "Wants=$(key Wants) Requires=$(key Requires) After=$(key After)"
+fi
+t=$(key TimeoutStartSec)
+if [[ $t =~ ^[0-9]+$ ]] && ((t > 0 && t <= 60)); then
+	t_pass units-doctor-timeout
+else
+	t_fail units-doctor-timeout "TimeoutStartSec=$t (want 1 to 60 s, Slurm's limit)"
+fi
+if [[ $(key EnvironmentFile) == -/etc/default/nvsidecar && $(key ExecStart) == *' doctor $NVSIDECAR_DOCTOR_ARGS' ]] &&
+	grep -q '^NVSIDECAR_DOCTOR_ARGS=' "$NVS_TOP/scripts/initramfs-tools/nvsidecar.default"; then
+	t_pass units-doctor-args
+else
+	t_fail units-doctor-args "EnvironmentFile=$(key EnvironmentFile) ExecStart=$(key ExecStart)"
+fi
+if command -v systemd-analyze >/dev/null; then
+	# verify wants ExecStart's program to exist: a stand-in
+	mkdir -p "$work/units" "$work/bin"
+	printf '#!/bin/sh\nexit 0\n' >"$work/bin/nvsidecar"
+	chmod +x "$work/bin/nvsidecar"
+	for u in "$units"/*; do
+		sed "s|@BINDIR@|$work/bin|g" "$u" >"$work/units/${u##*/}"
+	done
+	# verify resolves nvsidecar.service through the unit search path
+	if out=$(cd "$work/units" && SYSTEMD_UNIT_PATH=$work/units: systemd-analyze verify --man=no \
+		"$work/units/nvsidecar-doctor.service" "$work/units/nvsidecar-doctor.timer" \
+		"$work/units/nvsidecar.service" 2>&1) && [[ -z $out ]]; then
+		t_pass units-verify
+	else
+		t_fail units-verify "$(head -c 300 <<<"$out")"
+	fi
+else
+	t_skip units-verify "systemd-analyze is not installed"
+fi
+
+# --- the postinst and the initramfs ---------------------------------------------------
+if ((EUID != 0)) || ! unshare --mount --propagation private true 2>/dev/null; then
+	for t in stale refresh not-in-image hook-off; do
+		t_skip "units-postinst-$t" "needs root and a private mount namespace"
+	done
+	exit 0
+fi
+kver=9.9.9-nvsidecar-test
+stub=$work/stub
+mkdir -p "$stub"
+sed -e "s/@VERSION@/0.0.1/" -e "/#DEBHELPER#/d" "$NVS_TOP/scripts/debian/nvsidecar-dkms.postinst.in" >"$work/postinst"
+# dkms: nothing built yet; build and install succeed
+cat >"$stub/dkms" <<'EOF'
+#!/bin/sh
+echo "dkms $*" >>"$NVS_STUB_LOG"
+exit 0
+EOF
+printf '#!/bin/sh\necho /lib/modules/%s/updates/dkms/nvsidecar.ko\n' "$kver" >"$stub/modinfo"
+cat >"$stub/lsinitramfs" <<'EOF'
+#!/bin/sh
+echo usr/lib/modules/test/kernel/fs/ext4.ko
+[ -n "$NVS_STUB_STALE" ] && echo usr/lib/modules/test/updates/dkms/nvsidecar.ko
+exit 0
+EOF
+cat >"$stub/update-initramfs" <<'EOF'
+#!/bin/sh
+echo "update-initramfs $*" >>"$NVS_STUB_LOG"
+EOF
+chmod +x "$stub"/*
+
+# postinst NAME [VAR=VALUE...]: runs it with /boot, /lib/modules, /var/lib/dkms
+# and /etc/default private; output in $work/NAME.out, calls in $work/NAME.log.
+postinst() {
+	local name=$1
+	shift
+	: >"$work/$name.log"
+	env "$@" NVS_STUB_LOG="$work/$name.log" PATH="$stub:$PATH" KVER=$kver SCRIPT="$work/postinst" \
+		unshare --mount --propagation private sh -c '
+		for d in /boot /lib/modules /var/lib/dkms /etc/default; do
+			mkdir -p "$d" && mount -t tmpfs nvs-test "$d" || exit 90
+		done
+		mkdir -p "/lib/modules/$KVER/build/include"
+		: >"/boot/initrd.img-$KVER"
+		[ -n "$NVS_DEFAULT" ] && printf "%s\n" "$NVS_DEFAULT" >/etc/default/nvsidecar
+		NVSIDECAR_DKMS_KERNELS=$KVER sh "$SCRIPT" configure 0.0.0' >"$work/$name.out" 2>&1
+}
+
+postinst stale NVS_STUB_STALE=1 NVS_DEFAULT=
+if grep -q "initramfs of $kver may still hold the previous nvsidecar.ko" "$work/stale.out" &&
+	grep -q 'update-initramfs -u -k RELEASE' "$work/stale.out" && ! grep -q update-initramfs "$work/stale.log"; then
+	t_pass units-postinst-stale
+else
+	t_fail units-postinst-stale "$(tail -n 3 "$work/stale.out" | tr '\n' ' ')"
+fi
+postinst refresh NVS_STUB_STALE=1 NVS_DEFAULT=NVSIDECAR_UPDATE_INITRAMFS=yes
+if grep -qx "update-initramfs -u -k $kver" "$work/refresh.log" && ! grep -q "may still hold" "$work/refresh.out"; then
+	t_pass units-postinst-refresh
+else
+	t_fail units-postinst-refresh "$(tail -n 3 "$work/refresh.out" | tr '\n' ' ') / $(cat "$work/refresh.log")"
+fi
+postinst not-in-image NVS_STUB_STALE= NVS_DEFAULT=
+if ! grep -q "may still hold" "$work/not-in-image.out" && grep -q "dkms install" "$work/not-in-image.log"; then
+	t_pass units-postinst-not-in-image
+else
+	t_fail units-postinst-not-in-image "$(tail -n 3 "$work/not-in-image.out" | tr '\n' ' ')"
+fi
+postinst hook-off NVS_STUB_STALE=1 NVS_DEFAULT=NVSIDECAR_IN_INITRAMFS=no
+if ! grep -q "may still hold" "$work/hook-off.out" && ! grep -q update-initramfs "$work/hook-off.log"; then
+	t_pass units-postinst-hook-off
+else
+	t_fail units-postinst-hook-off "$(tail -n 3 "$work/hook-off.out" | tr '\n' ' ')"
+fi
+exit 0

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+#ifndef CHECK_P2P_H
+#define CHECK_P2P_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "check/ladder.h"
+#include "check/nccl.h"
+#include "check/topo.h"
+#include "sys/cuda.h"
+#include "sys/pci.h"
+
+/*
+ * The peer-to-peer engine behind `p2p': for every ordered GPU pair, with
+ * peer access on and off, fill a pattern, copy it across and back, compare
+ * every byte, then measure bandwidth and latency; and judge the acceptance
+ * ladder from that, the PCI topology and an NCCL log. Nothing here prints.
+ */
+#define NVS_P2P_MAX_GPUS 16
+#define NVS_P2P_LAT_BYTES 4
+
+struct nvs_p2p_gpu {
+	CUdevice dev;
+	CUcontext ctx;
+	CUstream stream;
+	char name[96];
+	char busid[32];
+	size_t mem;
+	double link_gbps;	/* theoretical, slowest link to the root port; 0 unknown */
+	bool local_ok;
+	size_t local_bad, local_first;
+	double local_gbps;
+	char err[160];
+};
+
+struct nvs_p2p_result {
+	bool ran;
+	char err[200];
+	size_t bad_fwd, first_fwd;	/* src -> dst */
+	size_t bad_back, first_back;	/* dst -> src, the copy back */
+	double uni_gbps, bi_gbps, lat_us;
+};
+
+struct nvs_p2p_opts {
+	size_t size;		/* bytes per copy */
+	int iters;
+	double min_eff;		/* level 4's share of the theoretical rate */
+	const char *lib;	/* libcuda to load, NULL: libcuda.so.1 */
+};
+
+struct nvs_p2p_run {
+	struct nvs_cuda cu;
+	struct nvs_p2p_opts o;
+	struct nvs_p2p_gpu g[NVS_P2P_MAX_GPUS];
+	int n;
+	int can[NVS_P2P_MAX_GPUS][NVS_P2P_MAX_GPUS];
+	bool want[NVS_P2P_MAX_GPUS][NVS_P2P_MAX_GPUS];
+	struct nvs_p2p_result r[2][NVS_P2P_MAX_GPUS][NVS_P2P_MAX_GPUS];	/* [p2p on][src][dst] */
+	uint8_t *pattern, *check;
+	const struct nvs_pci *pci;		/* NULL: no PCI facts */
+	struct nvs_findings findings;
+	struct nvs_ladder ladder;
+	int driver_version;
+};
+
+/* Pairs as given to --pairs: "all", or "0-1,1-0"; ranges are checked at open. */
+struct nvs_p2p_pairs {
+	bool all;
+	int n;
+	int src[NVS_P2P_MAX_GPUS * NVS_P2P_MAX_GPUS], dst[NVS_P2P_MAX_GPUS * NVS_P2P_MAX_GPUS];
+};
+
+/* -EINVAL for an empty or malformed list, so that it fails before CUDA starts. */
+int nvs_p2p_parse_pairs(const char *s, struct nvs_p2p_pairs *p);
+
+/*
+ * Loads libcuda, opens every device and checks the pairs against them.
+ * Returns 0, or with err: -ENOENT (no libcuda), -ENOEXEC (not libcuda),
+ * -ENXIO (CUDA does not start), -ENODEV (no device), -ERANGE (a pair
+ * names a GPU that is not there), another -errno.
+ */
+int nvs_p2p_open(struct nvs_p2p_run *rn, const struct nvs_p2p_opts *o, const struct nvs_p2p_pairs *pairs,
+		 const struct nvs_pci *pci, char *err, size_t errlen);
+/* Copies, verifies and times every wanted pair and every GPU alone. -ENOMEM (host buffers). */
+int nvs_p2p_measure(struct nvs_p2p_run *rn);
+/*
+ * Fills the ladder (nccl: a read NCCL log, or NULL when none was given)
+ * and returns how many copy checks failed.
+ */
+int nvs_p2p_judge(struct nvs_p2p_run *rn, const struct nvs_nccl_log *nccl);
+void nvs_p2p_close(struct nvs_p2p_run *rn);
+
+#endif
