@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "sys/pci.h"
@@ -51,7 +52,7 @@ struct nvs_checks {
 /* A sensor over mc (milli-°C) fails: sensor is a label or a glob ("mem*"). */
 struct nvs_doctor_limit {
 	char sensor[32];
-	int mc;
+	int32_t mc;
 };
 
 enum nvs_doctor_mode {
@@ -74,8 +75,8 @@ struct nvs_doctor_opts {
 	struct nvs_pci_id ids[16];	/* also GPUs (tests) */
 	size_t nids;
 	const char *pci_dump;		/* judge this `lspci -xxxx' dump, not sysfs */
-	const char *root;		/* prefix for /boot, /lib/modules, /var/lib/dkms,
-					 * /sys/firmware (tests); NULL: "/" */
+	/* prefix for /boot, /lib/modules, /var/lib/dkms, /sys/firmware (tests); NULL: "/" */
+	const char *root;
 	const char *self;		/* this program, for --full's runs */
 };
 

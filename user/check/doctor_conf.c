@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "check/doctor.h"
+#include "libnvsidecar.h"
 
 static const char *const keys[] = {
 	"expect-gpus", "limit", "driver-version", "patched", "nvml", "lib", "gpu-ids", "textfile", "strict",
@@ -28,37 +29,6 @@ bool nvs_doctor_key_known(const char *key)
 		if (!strcmp(key, keys[i]))
 			return true;
 	return false;
-}
-
-/* "95", "95.5", "-3.25" °C in milli-degrees, -40 to 200 °C. */
-static bool parse_celsius(const char *s, int *mc)
-{
-	long whole, frac = 0;
-	int digits = 0, sign = 1;
-	char *end;
-
-	if (*s == '-') {
-		sign = -1;
-		s++;
-	}
-	if (!isdigit((unsigned char)*s))
-		return false;
-	whole = strtol(s, &end, 10);
-	if (*end == '.') {
-		for (end++; isdigit((unsigned char)*end); end++) {
-			if (++digits > 3)
-				return false;
-			frac = frac * 10 + (*end - '0');
-		}
-		if (!digits)
-			return false;
-		while (digits++ < 3)
-			frac *= 10;
-	}
-	if (*end || whole > 200)
-		return false;
-	*mc = sign * (int)(whole * 1000 + frac);
-	return *mc >= -40000 && *mc <= 200000;
 }
 
 static int set_path(char *dst, size_t len, const char *shown, const char *kind, const char *val, char *err,
@@ -83,10 +53,9 @@ int nvs_doctor_set(struct nvs_doctor_opts *o, const char *key, const char *val, 
 	if (!val)
 		val = "";
 	if (!strcmp(key, "expect-gpus")) {
-		char *end;
-		long n = strtol(val, &end, 10);
+		uint32_t n;
 
-		if (!isdigit((unsigned char)*val) || *end || n > 64) {
+		if (nvs_parse_u32(val, 0, 64, &n)) {
 			snprintf(err, errlen, "Invalid %s `%s': a number of GPUs, 0 to 64", shown, val);
 			return -EINVAL;
 		}
@@ -97,7 +66,7 @@ int nvs_doctor_set(struct nvs_doctor_opts *o, const char *key, const char *val, 
 		size_t i;
 
 		if (!colon || colon == val || (size_t)(colon - val) >= sizeof(l.sensor) ||
-		    !parse_celsius(colon + 1, &l.mc)) {
+		    nvs_parse_celsius(colon + 1, -40000, 200000, &l.mc)) {
 			snprintf(err, errlen, "Invalid %s `%s': SENSOR:CELSIUS, e.g. hotspot:100 or mem*:95.5 (-40 to 200 °C)",
 				 shown, val);
 			return -EINVAL;

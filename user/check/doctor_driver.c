@@ -49,7 +49,8 @@ static bool kernel_driver_version(char *ver, size_t len)
 	}
 	if (f)
 		fclose(f);
-	if (!ver[0] && !file && (f = fopen("/sys/module/nvidia/version", "re"))) {
+	f = !ver[0] && !file ? fopen("/sys/module/nvidia/version", "re") : NULL;
+	if (f) {
 		if (fgets(ver, (int)len, f))
 			ver[strcspn(ver, "\n")] = 0;
 		else

@@ -314,7 +314,8 @@ static void cache_put(const struct nvs_doctor_opts *o, const char *img, const st
 		     (unsigned long long)st->st_size,
 		     (unsigned long long)st->st_mtim.tv_sec * 1000000000ull + (unsigned long long)st->st_mtim.tv_nsec,
 		     k->version[0] ? k->version : "-", k->srcversion[0] ? k->srcversion : "-");
-	if (n > 0 && (size_t)n < sizeof(buf) && !strpbrk(img, " \n"))
+	/* the line is split on blanks: an image path with one is not cached */
+	if (n > 0 && (size_t)n < sizeof(buf) && !strpbrk(img, " \t\n"))
 		nvs_write_atomic(dir, strrchr(p, '/') + 1, buf, (size_t)n, 0644, err, sizeof(err));
 }
 

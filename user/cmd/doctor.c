@@ -17,7 +17,6 @@
 #include "cmd/subcommands.h"
 #include "common/exit.h"
 #include "common/out.h"
-#include "common/text.h"
 
 static const enum out_color colour[] = {
 	[CK_OK] = OUT_GOOD, [CK_WARN] = OUT_WARN, [CK_FAIL] = OUT_ALARM, [CK_SKIP] = OUT_DIM,
@@ -84,18 +83,20 @@ static void show(const struct nvs_checks *c, const struct nvs_doctor_opts *o, co
 static void show_brief(const struct nvs_checks *c, const struct nvs_doctor_opts *o, const size_t counts[4], int ret)
 {
 	const struct nvs_check *k = nvs_doctor_first(c, o->strict);
-	char msg[600];
+	size_t bad = counts[CK_FAIL] + (o->strict ? counts[CK_WARN] : 0);
 
 	if (!ret || !k) {
-		printf("OK: %zu checks, %zu warning(s), %zu skipped (%s mode, %.3f s)\n", c->n, counts[CK_WARN],
-		       counts[CK_SKIP], mode_name[o->mode], c->seconds);
+		out_text("OK: %zu checks, %zu warning(s), %zu skipped (%s mode, %.3f s)\n", c->n, counts[CK_WARN],
+			 counts[CK_SKIP], mode_name[o->mode], c->seconds);
 		return;
 	}
-	nvs_escape_text(k->msg, msg, sizeof(msg));
-	printf("%s: %s: %s", k->res == CK_FAIL ? "FAIL" : "WARN", k->name, msg);
-	if (counts[CK_FAIL] + (o->strict ? counts[CK_WARN] : 0) > 1)
-		printf(" (+%zu more)", counts[CK_FAIL] + (o->strict ? counts[CK_WARN] : 0) - 1);
-	putchar('\n');
+	out_text("%s: ", k->res == CK_FAIL ? "FAIL" : "WARN");
+	out_safe(k->name);
+	out_text(": ");
+	out_safe(k->msg);
+	if (bad > 1)
+		out_text(" (+%zu more)", bad - 1);
+	out_text("\n");
 }
 
 static void usage(FILE *f, const char *prog)
@@ -251,13 +252,12 @@ int doctor_main(int argc, const char *argv[])
 	for (size_t i = 0; i < c.n; ++i)
 		counts[c.v[i].res]++;
 	ret = counts[CK_FAIL] || (o->strict && counts[CK_WARN]) ? NVS_EX_FAIL : NVS_EX_OK;
-	if (brief) {
+	out_begin(true);
+	if (brief)
 		show_brief(&c, o, counts, ret);
-	} else {
-		out_begin(true);
+	else
 		show(&c, o, counts, ret);
-		out_end();
-	}
+	out_end();
 	if (o->textfile[0] && nvs_doctor_textfile(&c, o, !ret, o->textfile, err, sizeof(err))) {
 		out_note("%s", err);
 		ret = NVS_EX_USAGE;

@@ -13,6 +13,7 @@
 #include "cmd/subcommands.h"
 #include "common/exit.h"
 #include "common/out.h"
+#include "libnvsidecar.h"
 
 static void usage(FILE *f, const char *prog)
 {
@@ -48,16 +49,11 @@ static void usage(FILE *f, const char *prog)
 
 static bool number(const char *s, unsigned int lo, unsigned int hi, unsigned int *v)
 {
-	char *end;
-	unsigned long n;
+	uint32_t n;
 
-	if (!s || *s < '0' || *s > '9')
+	if (nvs_parse_u32(s, lo, hi, &n))
 		return false;
-	errno = 0;
-	n = strtoul(s, &end, 10);
-	if (errno || *end || n < lo || n > hi)
-		return false;
-	*v = (unsigned int)n;
+	*v = n;
 	return true;
 }
 

@@ -128,6 +128,53 @@ static void gpu_fail(struct nvs_nvml *n, struct nvs_nvml_gpu *g, const char *wha
 		snprintf(g->err, sizeof(g->err), "%s: %s", what, nvs_nvml_strerror(n, r));
 }
 
+/* What a GPU reports beside its bus id; a query that fails marks its field so. */
+static void query(struct nvs_nvml *n, nvmlDevice_t d, struct nvs_nvml_gpu *g)
+{
+	nvmlUtilization_t u;
+	unsigned int a, b = 0;
+	nvmlReturn_t r;
+
+	if (n->utilization) {
+		r = n->utilization(d, &u);
+		if (r == NVML_SUCCESS) {
+			g->util = u.gpu;
+			g->util_ok = true;
+		} else {
+			gpu_fail(n, g, "nvmlDeviceGetUtilizationRates", r);
+		}
+	}
+	if (n->temperature) {
+		r = n->temperature(d, NVML_TEMPERATURE_GPU, &a);
+		if (r == NVML_SUCCESS) {
+			g->temp = a;
+			g->temp_ok = true;
+		} else {
+			gpu_fail(n, g, "nvmlDeviceGetTemperature", r);
+		}
+	}
+	if (n->power && n->power(d, &a) == NVML_SUCCESS) {
+		g->power_mw = a;
+		g->power_ok = true;
+	}
+	if (!n->compute_procs)
+		return;
+	r = count_procs(n->compute_procs, d, &a);
+	if (r != NVML_SUCCESS) {
+		gpu_fail(n, g, "nvmlDeviceGetComputeRunningProcesses", r);
+		return;
+	}
+	if (n->graphics_procs) {
+		r = count_procs(n->graphics_procs, d, &b);
+		if (r != NVML_SUCCESS) {
+			gpu_fail(n, g, "nvmlDeviceGetGraphicsRunningProcesses", r);
+			return;
+		}
+	}
+	g->procs = a + b;
+	g->procs_ok = true;
+}
+
 int nvs_nvml_gpus(struct nvs_nvml *n, struct nvs_nvml_gpu **out, size_t *count, char *err, size_t errlen)
 {
 	struct nvs_nvml_gpu *v;
@@ -149,9 +196,7 @@ int nvs_nvml_gpus(struct nvs_nvml *n, struct nvs_nvml_gpu **out, size_t *count, 
 	for (unsigned int i = 0; i < cnt; ++i) {
 		struct nvs_nvml_gpu *g = &v[i];
 		nvmlPciInfo_t pci;
-		nvmlUtilization_t u;
 		nvmlDevice_t d;
-		unsigned int a, b;
 
 		r = n->by_index(i, &d);
 		if (r != NVML_SUCCESS) {
@@ -165,33 +210,7 @@ int nvs_nvml_gpus(struct nvs_nvml *n, struct nvs_nvml_gpu **out, size_t *count, 
 			continue;
 		}
 		kernel_busid(&pci, g->busid, sizeof(g->busid));
-		if (n->utilization && (r = n->utilization(d, &u)) == NVML_SUCCESS) {
-			g->util = u.gpu;
-			g->util_ok = true;
-		} else if (n->utilization) {
-			gpu_fail(n, g, "nvmlDeviceGetUtilizationRates", r);
-		}
-		if (n->temperature && (r = n->temperature(d, NVML_TEMPERATURE_GPU, &a)) == NVML_SUCCESS) {
-			g->temp = a;
-			g->temp_ok = true;
-		} else if (n->temperature) {
-			gpu_fail(n, g, "nvmlDeviceGetTemperature", r);
-		}
-		if (n->power && (r = n->power(d, &a)) == NVML_SUCCESS) {
-			g->power_mw = a;
-			g->power_ok = true;
-		}
-		if (n->compute_procs && (r = count_procs(n->compute_procs, d, &a)) == NVML_SUCCESS) {
-			b = 0;
-			if (n->graphics_procs && (r = count_procs(n->graphics_procs, d, &b)) != NVML_SUCCESS) {
-				gpu_fail(n, g, "nvmlDeviceGetGraphicsRunningProcesses", r);
-				continue;
-			}
-			g->procs = a + b;
-			g->procs_ok = true;
-		} else if (n->compute_procs) {
-			gpu_fail(n, g, "nvmlDeviceGetComputeRunningProcesses", r);
-		}
+		query(n, d, g);
 	}
 	*out = v;
 	*count = cnt;

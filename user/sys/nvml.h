@@ -42,16 +42,16 @@ struct nvs_nvml {
 	char path[4096];
 	nvmlReturn_t (*init)(void);
 	nvmlReturn_t (*shutdown)(void);
-	const char *(*error_string)(nvmlReturn_t);
-	nvmlReturn_t (*driver_version)(char *, unsigned int);
-	nvmlReturn_t (*count)(unsigned int *);
-	nvmlReturn_t (*by_index)(unsigned int, nvmlDevice_t *);
-	nvmlReturn_t (*pci_info)(nvmlDevice_t, nvmlPciInfo_t *);
-	nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t *);
-	nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned int *);
-	nvmlReturn_t (*power)(nvmlDevice_t, unsigned int *);
-	nvmlReturn_t (*compute_procs)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *);
-	nvmlReturn_t (*graphics_procs)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *);
+	const char *(*error_string)(nvmlReturn_t result);
+	nvmlReturn_t (*driver_version)(char *version, unsigned int length);
+	nvmlReturn_t (*count)(unsigned int *count);
+	nvmlReturn_t (*by_index)(unsigned int index, nvmlDevice_t *device);
+	nvmlReturn_t (*pci_info)(nvmlDevice_t device, nvmlPciInfo_t *pci);
+	nvmlReturn_t (*utilization)(nvmlDevice_t device, nvmlUtilization_t *utilization);
+	nvmlReturn_t (*temperature)(nvmlDevice_t device, int sensor, unsigned int *temp);
+	nvmlReturn_t (*power)(nvmlDevice_t device, unsigned int *milliwatts);
+	nvmlReturn_t (*compute_procs)(nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos);
+	nvmlReturn_t (*graphics_procs)(nvmlDevice_t device, unsigned int *count, nvmlProcessInfo_t *infos);
 	bool inited;
 };
 
