@@ -18,6 +18,10 @@
 #     the one GPU set to 104 °C only (tests/prometheus/scrape_to_promtest.py).
 set -u
 
+if [[ $NVS_LANE == debug ]]; then
+	t_skip prometheus "node_exporter and promtool under KASAN and emulation exceed the debug lane's budget; the module paths this file drives (load, hwmon reads) run there in t-thermal-*"
+	exit 0
+fi
 ne=/usr/bin/prometheus-node-exporter
 py=/usr/bin/python3
 for p in "$ne" /usr/bin/promtool "$py" gcc; do
