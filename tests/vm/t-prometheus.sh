@@ -153,9 +153,19 @@ kill $nepid 2>/dev/null
 
 phase "scrape"
 # --- what node_exporter made of the chips, and doctor's series beside them ---
-out=$("$py" - "$scrape" "$run/sysfs.txt" "$run/gpus.txt" "$NVS_GPUS" <<'PYEOF'
-import re, sys
+# One Python process for all of it (each start costs seconds under emulation):
+# the series against sysfs, then tests/prometheus/promql_names.py and
+# scrape_to_promtest.py as modules.
+args=()
+for ((i = 0; i < NVS_GPUS; i++)); do
+	args+=(--hotspot "${chip[$i]}=${hot[$i]}" --driver "${chip[$i]}=${drv[$i]}")
+done
+pyout=$("$py" - "$scrape" "$run/sysfs.txt" "$run/gpus.txt" "$NVS_GPUS" "$NVS_TOP/tests/prometheus" "$rules" "$dash" \
+	"$NVS_OUT/prom-queries.txt" "$run/scrape.test.yml" "${args[@]}" --alert-hot "${chip[0]}" <<'PYEOF'
+import contextlib, io, re, sys
 scrape, sysfs, gpus, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+tools, rules, dash, names_out, test_out = sys.argv[5:10]
+gen_args = sys.argv[10:]
 have = {}
 for line in open(scrape, encoding="utf-8"):
     m = re.match(r'^([a-z_:]+)(\{.*\})? (\S+)$', line.strip())
@@ -201,39 +211,44 @@ for name in ("nvsidecar_doctor_healthy", "nvsidecar_doctor_last_run_timestamp_se
         doc.append(name)
 print("hwmon " + (" ".join(bad) if bad else "ok") + f" ({len(chips)} chips)")
 print("doctor " + (" ".join(doc) if doc else "ok"))
+sys.path.insert(0, tools)
+import promql_names, scrape_to_promtest
+buf = io.StringIO()
+with contextlib.redirect_stdout(buf):
+    rc = promql_names.main(["promql_names.py", scrape, rules, dash])
+open(names_out, "w").write(buf.getvalue())
+print(f"names {rc} " + " ".join(l for l in buf.getvalue().splitlines() if l.startswith("FAIL"))[:500])
+sys.argv = ["scrape_to_promtest.py", scrape, rules, test_out] + gen_args
+try:
+    print(f"gen {scrape_to_promtest.main()}")
+except SystemExit as e:
+    print(f"gen 1 {e}")
 PYEOF
 )
-echo "$out" >"$NVS_OUT/prom-series.txt"
-l=$(sed -n 's/^hwmon //p' <<<"$out")
+echo "$pyout" >"$NVS_OUT/prom-series.txt"
+l=$(sed -n 's/^hwmon //p' <<<"$pyout")
 [[ $l == "ok ($NVS_GPUS chips)" ]] && t_pass prom-hwmon-series || t_fail prom-hwmon-series "${l:0:600}"
-l=$(sed -n 's/^doctor //p' <<<"$out")
+l=$(sed -n 's/^doctor //p' <<<"$pyout")
 [[ $l == ok ]] && t_pass prom-doctor-series || t_fail prom-doctor-series "${l:0:600}"
 
-phase "series checked"
+phase "series, names and the rule test checked"
 out=$(promtool check metrics <"$scrape" 2>&1)
 # promtool lints node_exporter's own names too; only errors about ours count
 ours=$(grep -i 'nvsidecar' <<<"$out")
 [[ -z $ours ]] && t_pass prom-check-metrics || t_fail prom-check-metrics "$(head -n 3 <<<"$ours" | tr '\n' ' ')"
 
-out=$("$py" "$NVS_TOP/tests/prometheus/promql_names.py" "$scrape" "$rules" "$dash" 2>&1)
-rc=$?
-echo "$out" >"$NVS_OUT/prom-queries.txt"
-[[ $rc == 0 ]] && t_pass prom-queries-named || t_fail prom-queries-named "$(grep -m 3 '^FAIL' <<<"$out" | tr '\n' ' ')"
+l=$(sed -n 's/^names //p' <<<"$pyout")
+[[ $l == "0 " ]] && t_pass prom-queries-named || t_fail prom-queries-named "$l"
 
-phase "queries named"
-args=()
-for ((i = 0; i < NVS_GPUS; i++)); do
-	args+=(--hotspot "${chip[$i]}=${hot[$i]}" --driver "${chip[$i]}=${drv[$i]}")
-done
-if "$py" "$NVS_TOP/tests/prometheus/scrape_to_promtest.py" "$scrape" "$rules" "$run/scrape.test.yml" \
-	"${args[@]}" --alert-hot "${chip[0]}" >"$run/gen.log" 2>&1; then
+l=$(sed -n 's/^gen //p' <<<"$pyout")
+if [[ $l == 0 ]]; then
 	cp "$run/scrape.test.yml" "$NVS_OUT/prom-scrape.test.yml"
 	out=$(cd "$run" && promtool test rules scrape.test.yml 2>&1)
 	rc=$?
 	echo "$out" >"$NVS_OUT/prom-promtool-test.txt"
 	[[ $rc == 0 ]] && t_pass prom-rules-on-scrape || t_fail prom-rules-on-scrape "$(head -n 8 <<<"$out" | tr -s '\n ' ' ' | cut -c1-600)"
 else
-	t_fail prom-rules-on-scrape "$(tail -n 2 "$run/gen.log" | tr '\n' ' ')"
+	t_fail prom-rules-on-scrape "could not write the test from the scrape: $l"
 fi
 
 phase "rules run on the scrape"

@@ -45,6 +45,11 @@ struct nvs_checks {
 	bool counted;			/* the module answered: ngpus is the real count */
 	double started;			/* CLOCK_REALTIME, seconds */
 	double seconds;			/* how long the run took */
+	/* the libcuda the loader picks, asked once per run (nvs_doctor_libcuda_path) */
+	bool lib_asked;
+	int lib_ret;
+	char lib_path[4096];
+	char lib_err[4400];
 };
 
 #define NVS_DOCTOR_MAX_LIMITS 32
@@ -142,6 +147,13 @@ void nvs_doctor_full(struct nvs_checks *c, const struct nvs_doctor_opts *o);
 void nvs_check_add(struct nvs_checks *c, enum nvs_check_result res, const char *layer, const char *name,
 		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void nvs_check_fix(struct nvs_checks *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * The libcuda to judge (lib, else the dynamic loader's), asked once per run:
+ * finding the loader's runs `ldconfig -p'. 0 with the path, or lc_pick_lib's
+ * error with its message.
+ */
+int nvs_doctor_libcuda_path(struct nvs_checks *c, const struct nvs_doctor_opts *o, const char **path,
+			    const char **err);
 /* root-prefixed path into buf */
 const char *nvs_doctor_path(const struct nvs_doctor_opts *o, const char *path, char *buf, size_t len);
 

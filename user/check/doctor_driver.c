@@ -79,8 +79,9 @@ static bool libcuda_version(const char *path, char *ver, size_t len)
 
 static void check_libcuda_version(struct nvs_checks *c, const struct nvs_doctor_opts *o, const char *kver)
 {
-	char path[PATH_MAX], err[PATH_MAX + 256], lver[64];
-	int ret = lc_pick_lib(o->lib[0] ? o->lib : NULL, path, sizeof(path), err, sizeof(err));
+	const char *path, *err;
+	char lver[64];
+	int ret = nvs_doctor_libcuda_path(c, o, &path, &err);
 
 	if (ret) {
 		add(c, kver[0] ? CK_FAIL : CK_SKIP, "driver", "driver-libcuda", "%s", err);
@@ -168,4 +169,17 @@ void nvs_doctor_driver(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 	}
 	check_libcuda_version(c, o, kver);
 	check_nvml(c, o, kver);
+}
+
+int nvs_doctor_libcuda_path(struct nvs_checks *c, const struct nvs_doctor_opts *o, const char **path,
+			    const char **err)
+{
+	if (!c->lib_asked) {
+		c->lib_ret = lc_pick_lib(o->lib[0] ? o->lib : NULL, c->lib_path, sizeof(c->lib_path), c->lib_err,
+					 sizeof(c->lib_err));
+		c->lib_asked = true;
+	}
+	*path = c->lib_path;
+	*err = c->lib_err;
+	return c->lib_ret;
 }

@@ -47,12 +47,12 @@ static const char *first_stale(const struct lc_report *r)
 /* The installed libcuda. Returns its verdict, or -1 when there is none to judge. */
 static int check_installed(struct nvs_checks *c, const struct nvs_doctor_opts *o, struct lc_report *r)
 {
-	char path[PATH_MAX], err[PATH_MAX + 256];
-	const char *why;
-	int ret = lc_pick_lib(o->lib[0] ? o->lib : NULL, path, sizeof(path), err, sizeof(err));
+	char err[PATH_MAX + 256];
+	const char *why, *path, *perr;
+	int ret = nvs_doctor_libcuda_path(c, o, &path, &perr);
 
 	if (ret) {
-		add(c, o->lib[0] ? CK_FAIL : CK_SKIP, "libcuda", "libcuda", "%s", err);
+		add(c, o->lib[0] ? CK_FAIL : CK_SKIP, "libcuda", "libcuda", "%s", perr);
 		if (o->lib[0])
 			fix(c, "Fix lib in %s or --lib", NVS_DOCTOR_CONF);
 		return -1;
