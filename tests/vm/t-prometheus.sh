@@ -118,6 +118,10 @@ FAKE_NVML_STATE=$run/nvml.state NVS_DOCTOR_ROOT=$run/root "$NVS_BIN" doctor --nv
 	--expect-gpus "$NVS_GPUS" --textfile "$run/tf" >"$NVS_OUT/prom-doctor.txt" 2>&1
 rc=$?
 [[ -f $run/tf/nvsidecar.prom ]] && t_pass prom-textfile || t_fail prom-textfile "doctor exit $rc wrote no $run/tf/nvsidecar.prom: $(tail -n 2 "$NVS_OUT/prom-doctor.txt" | tr '\n' ' ')"
+# GPU0's hidden hotspot (104 °C) against the driver's 55 °C: the throttling hint
+grep -q "^WARN gpu      gpu[0-9]*-hotspot: $(sim_bdf 0) hotspot 104.0 °C while the driver reports 55 °C: the GPU is likely thermal-throttling" \
+	"$NVS_OUT/prom-doctor.txt" && t_pass prom-doctor-hidden-hotspot ||
+	t_fail prom-doctor-hidden-hotspot "$(grep -- '-hotspot' "$NVS_OUT/prom-doctor.txt" | tr '\n' ' ')"
 left=$(shopt -s dotglob nullglob; f=("$run"/tf/*); echo "${f[*]##*/}")
 [[ $left == nvsidecar.prom ]] && t_pass prom-textfile-alone ||
 	t_fail prom-textfile-alone "the textfile directory holds: $left (a temporary file left behind?)"
