@@ -97,7 +97,7 @@ rc=$?
 ((rc == 1)) && [[ $out == *"Unable to change gpu$g0"* ]] &&
 	t_pass netlink-set-unknown-sensor || t_fail netlink-set-unknown-sensor "exit $rc: $out"
 out=$("$B" set 99 sample-hz 10 2>&1)
-(($? == 1)) && [[ $out == *"No such GPU"* ]] &&
+(($? == 3)) && [[ $out == *"No such GPU"* ]] &&
 	t_pass netlink-set-unknown-gpu || t_fail netlink-set-unknown-gpu "$out"
 
 # --- events: crossing, then clearing, in order -----------------------------

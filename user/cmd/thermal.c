@@ -155,7 +155,7 @@ static void show(const struct nvs_gpu_info *gpus, size_t n, bool watch, const ch
 		for (unsigned int k = 0; k < g->nsensors; ++k) {
 			const struct nvs_sensor_info *s = &g->sensors[k];
 			bool at_peak = watch && s->valid && s->has_peak && s->mc >= s->peak;
-			enum out_color c = s->alarm ? OUT_ALARM : at_peak ? OUT_WARN : s->valid ? OUT_PLAIN : OUT_DIM;
+			enum out_color c = s->alarm ? OUT_ALARM : at_peak ? OUT_PEAK : s->valid ? OUT_PLAIN : OUT_DIM;
 			char v[4][16];
 
 			out_obj(OUT_JSON, NULL);
@@ -171,7 +171,7 @@ static void show(const struct nvs_gpu_info *gpus, size_t n, bool watch, const ch
 #undef OPT
 			out_bool(OUT_JSON, "alarm", NULL, s->alarm);
 			/* Without colour the mark is the only highlight. */
-			out_text("%s%9s%s%s %9s %9s %9s%s%s", out_cfg(c), cell(v[0], sizeof(v[0]), s->valid, s->mc),
+			out_text("%s%9s%s%s %9s %9s %9s%s%s", c == OUT_PLAIN ? "" : out_cfg(c), cell(v[0], sizeof(v[0]), s->valid, s->mc),
 				 at_peak ? "*" : " ", c == OUT_PLAIN ? "" : out_cfg(OUT_PLAIN),
 				 cell(v[1], sizeof(v[1]), s->has_peak, s->peak), cell(v[2], sizeof(v[2]), s->has_low, s->low),
 				 cell(v[3], sizeof(v[3]), s->has_max, s->max), s->alarm ? "  ALARM" : "", eol);

@@ -29,6 +29,7 @@ static const char *const colors[] = {
 	[OUT_WARN] = "\033[33m",
 	[OUT_BAD] = "\033[31m",
 	[OUT_ALARM] = "\033[1;31m",
+	[OUT_PEAK] = "\033[1;33m",
 };
 
 void out_set_json(bool json)

@@ -35,6 +35,7 @@ enum out_color {
 	OUT_WARN,	/* yellow */
 	OUT_BAD,	/* red */
 	OUT_ALARM,	/* bold red */
+	OUT_PEAK,	/* bold yellow: a value at its peak */
 };
 
 /*
