@@ -8,7 +8,9 @@
 #     install-dkms     DKMS source tree (install-dkms-src), initramfs-tools hook, dracut module,
 #                      modules-load.d, modprobe.d example, /etc/default
 #     install-helper   nvsidecar, libnvsidecar, headers, man page,
-#                      completion, systemd units
+#                      completion, systemd units, /etc/nvsidecar/doctor.conf,
+#                      the Slurm health check, NHC check, Prometheus rules
+#                      and Grafana dashboard
 #   make uninstall    removes exactly what install recorded in its manifest
 #   make dkms-install KVER=...     add, build and install for one kernel
 #   make dkms-uninstall KVER=...   remove for one kernel (and the source tree
@@ -29,6 +31,7 @@ DATADIR ?= $(PREFIX)/share
 MANDIR ?= $(DATADIR)/man
 DOCDIR ?= $(DATADIR)/doc/nvsidecar
 EXAMPLEDIR ?= $(DOCDIR)/examples
+LIBEXECDIR ?= $(PREFIX)/lib/nvsidecar
 COMPLETIONDIR ?= $(DATADIR)/bash-completion/completions
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 MODULESLOADDIR ?= $(PREFIX)/lib/modules-load.d
@@ -97,6 +100,17 @@ install-helper:
 	else echo "No scripts/completion/nvsidecar.bash yet: installing no completion"; fi; \
 	for u in scripts/systemd/*.service scripts/systemd/*.timer; do \
 		sub 0644 "$$u" "$(UNITDIR)/$${u##*/}"; done; \
+	if [ -e "$(DESTDIR)$(SYSCONFDIR)/nvsidecar/doctor.conf" ]; then \
+		echo "Keeping the existing $(DESTDIR)$(SYSCONFDIR)/nvsidecar/doctor.conf"; \
+	else \
+		inst 0644 scripts/nvsidecar/doctor.conf "$(SYSCONFDIR)/nvsidecar/doctor.conf"; \
+	fi; \
+	inst 0644 scripts/nvsidecar/doctor.conf "$(EXAMPLEDIR)/doctor.conf"; \
+	inst 0755 scripts/slurm/nvsidecar-healthcheck "$(LIBEXECDIR)/nvsidecar-healthcheck"; \
+	inst 0644 scripts/slurm/nvsidecar.nhc "$(EXAMPLEDIR)/nvsidecar.nhc"; \
+	inst 0644 scripts/slurm/slurm.conf.example "$(EXAMPLEDIR)/slurm.conf"; \
+	for f in nvsidecar.rules.yml nvsidecar.rules.test.yml nvsidecar-dashboard.json; do \
+		inst 0644 "docs/prometheus/$$f" "$(DATADIR)/nvsidecar/prometheus/$$f"; done; \
 	save_manifest
 ifeq ($(DESTDIR),)
 	-@ldconfig

@@ -60,8 +60,15 @@ _nvsidecar_list() {
 # _nvsidecar_value PREV: completes an option's value; 0 when prev took one.
 _nvsidecar_value() {
 	case $1 in
-	--record | --pci-dump | --nccl-log | --cuda-lib)
+	--record | --pci-dump | --nccl-log | --cuda-lib | --config | --nvml | --state)
 		_nvsidecar_files
+		;;
+	--textfile)
+		_nvsidecar_files	# a file, or node_exporter's textfile directory
+		;;
+	--limit)
+		_nvsidecar_reply "$(for l in $(_nvsidecar_labels); do echo "$l:"; done)"
+		compopt -o nospace 2>/dev/null
 		;;
 	--lib)
 		_nvsidecar_files	# a file, or for verify a directory
@@ -98,7 +105,7 @@ _nvsidecar_value() {
 		;;
 	--duration | --interval | --count | --timeout | --fd | --size | --sizes | --iters | \
 		--min-efficiency | --gpu-ids | --cmdline | --device | --client | --port | --bind | \
-		--wait | --buffer)
+		--wait | --buffer | --expect-gpus | --driver-version | --threshold | --checks)
 		;;	# a value the admin types
 	*)
 		return 1
@@ -109,7 +116,7 @@ _nvsidecar_value() {
 
 _nvsidecar() {
 	local cur=$2 prev=$3 sub act opts i nargs
-	local subs="status thermal set events libcuda dmabuf topo p2p nccl-check rdma doctor help"
+	local subs="status thermal set events libcuda dmabuf topo p2p nccl-check rdma doctor idle-fix help"
 	COMPREPLY=()
 
 	if ((COMP_CWORD == 1)); then
@@ -196,7 +203,11 @@ _nvsidecar() {
 		      --cuda-lib --sizes --iters --op --buffer --port --bind --timeout --wait --json --help"
 		;;
 	doctor)
-		opts="--json --strict --pci-dump --gpu-ids --patched --help"
+		opts="--quick --full --json --brief --strict --config --expect-gpus --limit --driver-version
+		      --patched --nvml --lib --textfile --pci-dump --gpu-ids --help"
+		;;
+	idle-fix)
+		opts="--threshold --checks --dry-run --state --timeout --nvml --lib --json --help"
 		;;
 	*)
 		opts="--help"

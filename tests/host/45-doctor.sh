@@ -5,8 +5,15 @@
 # layer fails with the modprobe hint (exit 1), the topology layer reports
 # the crafted 5090 dump's warnings in text and JSON, --strict, bad
 # arguments (exit 2), --patched on a missing or foreign directory, and a
-# patched fake libcuda that is current (OK) and then stale (FAIL). A few
-# cases run again under ASan/UBSan. The guest half is tests/vm/t-doctor.sh.
+# patched fake libcuda that is current (OK) and then stale (FAIL). Then
+# what is new with the node's verdict: doctor.conf and the options that
+# share its keys, --brief, --quick, expect-gpus with no GPU, the module's
+# installation in a tree under NVS_DOCTOR_ROOT (modules.dep, Secure Boot,
+# DKMS, initramfs images built with cpio and gzip/zstd/xz around a real
+# .modinfo section), the driver layer with a fake NVML and the fake
+# libcuda, --full, the textfile (promtool check metrics), and the NHC check
+# file. A few cases run again under ASan/UBSan. The guest halves are
+# tests/vm/t-doctor.sh, t-slurm.sh and t-prometheus.sh.
 set -u
 # shellcheck source=../lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -18,10 +25,12 @@ dump=$top/tests/topo/5090-switch.dump
 py=/usr/bin/python3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-export NVS_NVIDIA_VERSION_FILE=$work/no-driver NVS_LIBCUDA_STATE=$work/state
+# An empty tree: no /boot, /lib/modules or DKMS state of this host counts.
+mkdir -p "$work/noroot"
+export NVS_NVIDIA_VERSION_FILE=$work/no-driver NVS_LIBCUDA_STATE=$work/state NVS_DOCTOR_ROOT=$work/noroot
 unset LD_LIBRARY_PATH NO_COLOR
 
-if ! make -s -C "$top/user" O="$bld" -j2 >"$work/build" 2>&1; then
+if ! make -s -C "$top/user" O="$bld" WERROR=1 -j2 >"$work/build" 2>&1; then
 	t_fail doctor-build "$(tail -5 "$work/build" | tr '\n' ' ')"
 	exit 0
 fi
@@ -34,7 +43,7 @@ else
 	"$bin" doctor >"$work/out" 2>&1
 	rc=$?
 	[[ $rc == 1 ]] && grep -q '^FAIL module   module-loaded' "$work/out" && grep -q 'modprobe nvsidecar' "$work/out" &&
-		grep -q 'dkms status nvsidecar' "$work/out" && grep -q '^SKIP gpu' "$work/out" &&
+		grep -q 'dkms status nvsidecar' "$work/out" && grep -q '^SKIP gpu      gpus' "$work/out" &&
 		grep -q 'UNHEALTHY$' "$work/out" && t_pass doctor-no-module ||
 		t_fail doctor-no-module "rc $rc: $(head -4 "$work/out" | tr '\n' ' ')"
 fi
@@ -89,11 +98,21 @@ bad() {
 		t_fail "doctor-bad-$name" "rc $rc: $(head -2 "$work/err" | tr '\n' ' ')"
 }
 bad option 'Invalid argument: `--frobnicate' --frobnicate
+bad limit 'Invalid --limit `hotspot' --limit hotspot
+bad limit-range 'Invalid --limit `hotspot:300' --limit hotspot:300
+bad expect 'Invalid --expect-gpus `x' --expect-gpus x
+bad driver-version 'Invalid --driver-version `latest' --driver-version latest
+bad modes 'exclude each other' --quick --full
+bad config-missing "Unable to read $work/nope.conf" --config "$work/nope.conf"
 bad gpu-ids 'Invalid --gpu-ids' --gpu-ids nonsense
 bad missing-value 'Missing value for `--patched' --patched
 bad empty-patched 'empty directory name' --patched ''
+"$bin" doctor --brief --json >/dev/null 2>"$work/err"
+[[ $? == 2 ]] && grep -q 'exclude each other' "$work/err" && t_pass doctor-bad-brief-json ||
+	t_fail doctor-bad-brief-json "$(head -1 "$work/err")"
 "$bin" doctor --help >"$work/help"
-[[ $? == 0 ]] && grep -q -- '--strict' "$work/help" && grep -q 'Exit status: 0' "$work/help" &&
+[[ $? == 0 ]] && grep -q -- '--strict' "$work/help" && grep -q '^Exit status' "$work/help" &&
+	grep -q '^0 healthy' "$work/help" && grep -q 'doctor.conf' "$work/help" &&
 	grep -q 'HealthCheckProgram' "$work/help" && t_pass doctor-help || t_fail doctor-help "$(head -3 "$work/help")"
 
 # A missing dump is a failed topology check, the other layers still run.
@@ -105,13 +124,13 @@ rc=$?
 # --patched on a directory that does not exist, and on one that is not a patch output
 "$bin" doctor --patched "$work/nonexistent" >"$work/out" 2>&1
 rc=$?
-[[ $rc == 1 ]] && grep -q "^FAIL libcuda  libcuda: Unable to use --patched \`$work/nonexistent': No such file or directory" "$work/out" &&
-	grep -q 'fix: .*libcuda patch --out' "$work/out" && t_pass doctor-patched-missing ||
-	t_fail doctor-patched-missing "rc $rc: $(grep libcuda "$work/out")"
+[[ $rc == 1 ]] && grep -q "^FAIL libcuda  libcuda-patched: Unable to use the patched copy in \`$work/nonexistent': No such file or directory" "$work/out" &&
+	grep -q 'fix: .*libcuda patch --out' "$work/out" && grep -q '^FAIL gdr      gdr-dmabuf: .*not usable' "$work/out" &&
+	t_pass doctor-patched-missing || t_fail doctor-patched-missing "rc $rc: $(grep 'libcuda\|gdr' "$work/out" | tr '\n' ' ')"
 mkdir "$work/empty"
 "$bin" doctor --patched "$work/empty" >"$work/out" 2>&1
-grep -q "^FAIL libcuda  libcuda: Unable to read .*nvsidecar-libcuda.manifest.*not a \`libcuda patch --out' directory" "$work/out" &&
-	t_pass doctor-patched-foreign || t_fail doctor-patched-foreign "$(grep libcuda "$work/out")"
+grep -q "^FAIL libcuda  libcuda-patched: Unable to read .*nvsidecar-libcuda.manifest.*not a \`libcuda patch --out' directory" "$work/out" &&
+	t_pass doctor-patched-foreign || t_fail doctor-patched-foreign "$(grep libcuda "$work/out" | tr '\n' ' ')"
 
 # A real patch output of a fake libcuda (tests/libcuda/), current then stale.
 fx=$work/fx
@@ -120,33 +139,261 @@ if gcc -shared -fPIC -O2 -DSHAPE_615 -DINIT_COPY=2 -Wl,-soname,libcuda.so.1 -o "
 	"$top/tests/libcuda/fake_gate.S" "$top/tests/libcuda/fake_driver.c" 2>"$work/err" &&
 	"$bin" libcuda patch --lib "$fx/libcuda.so.615.71.09" --out "$work/patched" >"$work/log" 2>&1; then
 	echo "NVRM version: NVIDIA UNIX x86_64 Kernel Module  615.71.09  Thu Jan  1 00:00:00 UTC 2026" >"$work/version"
-	NVS_NVIDIA_VERSION_FILE=$work/version "$bin" doctor --patched "$work/patched" >"$work/out" 2>&1
-	grep -q "^OK   libcuda  libcuda: patched copy in $work/patched is current" "$work/out" &&
-		t_pass doctor-patched-current || t_fail doctor-patched-current "$(grep libcuda "$work/out")"
+	NVS_NVIDIA_VERSION_FILE=$work/version "$bin" doctor --patched "$work/patched" --lib "$fx/libcuda.so.615.71.09" >"$work/out" 2>&1
+	grep -q "^OK   libcuda  libcuda-patched: patched copy in $work/patched is current" "$work/out" &&
+		grep -q '^OK   driver   driver-libcuda: libcuda 615.71.09 matches the kernel driver' "$work/out" &&
+		grep -q '^OK   libcuda  libcuda: libcuda 615.71.09 .*: unpatched' "$work/out" &&
+		grep -q "^OK   gdr      gdr-dmabuf: libcuda's dma-buf gate is open in the patched copy" "$work/out" &&
+		t_pass doctor-patched-current || t_fail doctor-patched-current "$(grep 'libcuda\|gdr' "$work/out" | tr '\n' ' ')"
 	echo "NVRM version: NVIDIA UNIX x86_64 Kernel Module  620.10.02  Thu Jan  1 00:00:00 UTC 2026" >"$work/version"
-	NVS_NVIDIA_VERSION_FILE=$work/version "$bin" doctor --patched "$work/patched" --json >"$work/json" 2>&1
+	NVS_NVIDIA_VERSION_FILE=$work/version "$bin" doctor --patched "$work/patched" --lib "$fx/libcuda.so.615.71.09" \
+		--json >"$work/json" 2>&1
 	rc=$?
 	got=$("$py" -c '
 import json, sys
-c = [x for x in json.load(open(sys.argv[1]))["checks"] if x["layer"] == "libcuda"][0]
-print(c["result"], "stale" in c["message"], "re-run nvsidecar libcuda patch" in c["fix"].lower())' "$work/json" 2>&1)
-	[[ $rc == 1 && $got == "FAIL True True" ]] && t_pass doctor-patched-stale || t_fail doctor-patched-stale "rc $rc: $got"
+d = {x["name"]: x for x in json.load(open(sys.argv[1]))["checks"]}
+c, v = d["libcuda-patched"], d["driver-libcuda"]
+print(c["result"], "stale" in c["message"], "re-run nvsidecar libcuda patch" in c["fix"].lower(), v["result"],
+      "615.71.09 but the kernel driver is 620.10.02" in v["message"])' "$work/json" 2>&1)
+	[[ $rc == 1 && $got == "FAIL True True FAIL True" ]] && t_pass doctor-patched-stale || t_fail doctor-patched-stale "rc $rc: $got"
 else
 	t_fail doctor-patched-fixture "could not build or patch the fake libcuda: $(cat "$work/err" "$work/log" 2>/dev/null | tail -n 2 | tr '\n' ' ')"
 fi
 
+# --- doctor.conf: the same keys as the options; the command line wins ---------
+cat >"$work/doctor.conf" <<'EOF'
+# a doctor.conf as an admin writes it
+expect-gpus = 4
+limit = hotspot:100
+limit = mem*:95.5
+driver-version = 615.71.09
+strict = no
+EOF
+"$bin" doctor --quick --config "$work/doctor.conf" --json >"$work/json" 2>"$work/err"
+rc=$?
+got=$("$py" -c '
+import json, sys
+d = {x["name"]: x for x in json.load(open(sys.argv[1]))["checks"]}
+print(d["gpus"]["result"], d["gpus"]["message"])' "$work/json" 2>&1)
+[[ $rc == 1 && $got == "FAIL 0 GPU(s) visible (the module is not loaded), 4 expected" ]] && t_pass doctor-conf-expect ||
+	t_fail doctor-conf-expect "rc $rc: $got $(head -c 200 "$work/err")"
+"$bin" doctor --quick --config "$work/doctor.conf" --expect-gpus 2 --brief >"$work/out" 2>&1
+grep -q '^FAIL: module-loaded: .* (+1 more)$' "$work/out" && t_pass doctor-conf-override-brief ||
+	t_fail doctor-conf-override-brief "$(cat "$work/out")"
+"$bin" doctor --quick --config "$work/doctor.conf" --expect-gpus 2 --json | grep -q '2 expected' &&
+	t_pass doctor-conf-cli-wins || t_fail doctor-conf-cli-wins "--expect-gpus 2 did not override expect-gpus = 4"
+# without a count, no GPU is a warning that says how to make it fail
+"$bin" doctor --quick >"$work/out" 2>&1
+grep -q '^SKIP gpu      gpus' "$work/out" && ! grep -q 'expected' "$work/out" && t_pass doctor-no-expect ||
+	t_fail doctor-no-expect "$(grep gpus "$work/out")"
+printf 'expect-gpus = 4\nfrobnicate = 1\n' >"$work/bad.conf"
+"$bin" doctor --config "$work/bad.conf" >/dev/null 2>"$work/err"
+rc=$?
+[[ $rc == 2 ]] && grep -q "bad.conf:2: Unknown setting \`frobnicate'" "$work/err" && t_pass doctor-conf-bad-key ||
+	t_fail doctor-conf-bad-key "rc $rc: $(head -1 "$work/err")"
+printf 'limit = hotspot\n' >"$work/bad.conf"
+"$bin" doctor --config "$work/bad.conf" >/dev/null 2>"$work/err"
+rc=$?
+[[ $rc == 2 ]] && grep -q "bad.conf:1: Invalid limit \`hotspot'" "$work/err" && t_pass doctor-conf-bad-value ||
+	t_fail doctor-conf-bad-value "rc $rc: $(head -1 "$work/err")"
+printf 'expect-gpus 4\n' >"$work/bad.conf"
+"$bin" doctor --config "$work/bad.conf" >/dev/null 2>"$work/err"
+[[ $? == 2 ]] && grep -q "bad.conf:1: expected \`key = value'" "$work/err" && t_pass doctor-conf-bad-line ||
+	t_fail doctor-conf-bad-line "$(head -1 "$work/err")"
+# the example shipped for /etc/nvsidecar/doctor.conf parses, and sets nothing by default
+"$bin" doctor --quick --config "$top/scripts/nvsidecar/doctor.conf" --brief >"$work/out" 2>&1
+[[ $? == 1 ]] && grep -q '^FAIL: module-loaded' "$work/out" && t_pass doctor-conf-example ||
+	t_fail doctor-conf-example "$(cat "$work/out")"
+
+# --- --brief and --quick -------------------------------------------------------
+"$bin" doctor --quick --brief >"$work/out" 2>"$work/err"
+rc=$?
+[[ $rc == 1 && $(wc -l <"$work/out") == 1 && ! -s $work/err ]] && grep -q '^FAIL: module-loaded: nvsidecar module is not loaded' "$work/out" &&
+	t_pass doctor-brief || t_fail doctor-brief "rc $rc: $(cat "$work/out" "$work/err" | head -3 | tr '\n' ' ')"
+"$bin" doctor --quick --json >"$work/json"
+got=$("$py" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(d["mode"], sorted({x["layer"] for x in d["checks"]}))' "$work/json" 2>&1)
+[[ $got == "quick ['gpu', 'module']" ]] && t_pass doctor-quick-layers || t_fail doctor-quick-layers "$got"
+
+# --- the module's installation, in a tree under NVS_DOCTOR_ROOT ----------------
+kver=$(uname -r)
+root=$work/root
+mkko() { # mkko FILE VERSION SRCVERSION: an object with a real .modinfo section
+	printf '%s\n' "static const char a[] __attribute__((section(\".modinfo\"), used, aligned(1))) = \"version=$2\";" \
+		"static const char b[] __attribute__((section(\".modinfo\"), used, aligned(1))) = \"srcversion=$3\";" \
+		'static const char c[] __attribute__((section(".modinfo"), used, aligned(1))) = "name=nvsidecar";' |
+		gcc -c -x c -o "$1" -
+}
+# mkinitrd COMPRESSOR KO: early microcode cpio, then the main archive compressed
+mkinitrd() {
+	local st=$work/initrd-stage
+	rm -rf "$st"
+	mkdir -p "$st/early/kernel/x86/microcode" "$st/main/usr/lib/modules/$kver/updates/dkms" "$st/main/usr/bin"
+	echo microcode >"$st/early/kernel/x86/microcode/GenuineIntel.bin"
+	echo busybox >"$st/main/usr/bin/busybox"
+	[[ -n $2 ]] && cp "$2" "$st/main/usr/lib/modules/$kver/updates/dkms/nvsidecar.ko"
+	(cd "$st/early" && find . | cpio -o -H newc --quiet) >"$root/boot/initrd.img-$kver"
+	(cd "$st/main" && find . | cpio -o -H newc --quiet | $1) >>"$root/boot/initrd.img-$kver"
+}
+install_ko() { # install_ko VERSION SRCVERSION: the DKMS-installed module, xz-compressed as Debian's are
+	mkko "$work/nvsidecar.ko" "$1" "$2" &&
+		xz -c "$work/nvsidecar.ko" >"$root/lib/modules/$kver/updates/dkms/nvsidecar.ko.xz"
+}
+mkdir -p "$root/boot" "$root/lib/modules/$kver/updates/dkms" "$root/var/lib/dkms/nvsidecar/0.1.0/$kver/$(uname -m)/module" \
+	"$root/sys/firmware/efi/efivars"
+echo "updates/dkms/nvsidecar.ko.xz:" >"$root/lib/modules/$kver/modules.dep"
+ln -s 0.1.0 "$root/var/lib/dkms/nvsidecar/kernel-$kver-$(uname -m)"
+ln -s "/usr/src/nvsidecar-0.1.0" "$root/var/lib/dkms/nvsidecar/0.1.0/source"
+if ! install_ko 0.1.0 4A1B2C3D4E5F60718293A4B; then
+	t_fail doctor-install-fixture "could not build a module object with gcc"
+else
+	cp "$work/nvsidecar.ko" "$work/nvsidecar-0.1.0.ko"
+	mkinitrd "zstd -q" "$work/nvsidecar-0.1.0.ko"
+	NVS_DOCTOR_ROOT=$root "$bin" doctor >"$work/out" 2>&1
+	grep -q "^FAIL module   module-loaded: nvsidecar module is not loaded (installed as $root/lib/modules/$kver/updates/dkms/nvsidecar.ko.xz)" "$work/out" &&
+		grep -q "^OK   module   module-dkms: DKMS installed 0.1.0 for $kver" "$work/out" &&
+		grep -q "^OK   module   module-initramfs: .*initrd.img-$kver carries the installed nvsidecar 0.1.0" "$work/out" &&
+		t_pass doctor-install-current || t_fail doctor-install-current "$(grep module "$work/out" | tr '\n' ' ')"
+	# the cache: the same image again, with no zstd to read it, gives the same answer
+	mkdir -p "$work/nozstd"
+	for t in gcc xz cpio ldconfig; do ln -sf "$(command -v $t)" "$work/nozstd/$t" 2>/dev/null; done
+	NVS_DOCTOR_ROOT=$root PATH=$work/nozstd "$bin" doctor >"$work/out" 2>&1
+	grep -q "^OK   module   module-initramfs: .* carries the installed nvsidecar 0.1.0" "$work/out" &&
+		t_pass doctor-initramfs-cached || t_fail doctor-initramfs-cached "$(grep initramfs "$work/out")"
+	# an upgrade installs 0.2.0; the initramfs still carries 0.1.0
+	install_ko 0.2.0 9F8E7D6C5B4A392817060F1
+	NVS_DOCTOR_ROOT=$root "$bin" doctor --json >"$work/json" 2>&1
+	got=$("$py" -c '
+import json, sys
+d = {x["name"]: x for x in json.load(open(sys.argv[1]))["checks"]}
+i = d["module-initramfs"]
+print(i["result"], "carries nvsidecar 0.1.0" in i["message"], "is 0.2.0" in i["message"], "update-initramfs -u -k" in i["fix"],
+      "dracut -f --kver" in i["fix"])' "$work/json" 2>&1)
+	[[ $got == "WARN True True True True" ]] && t_pass doctor-initramfs-stale || t_fail doctor-initramfs-stale "$got"
+	# the same version rebuilt from other sources: srcversion tells them apart
+	install_ko 0.1.0 000000000000000000000AA
+	NVS_DOCTOR_ROOT=$root "$bin" doctor 2>&1 | grep -q '^WARN module   module-initramfs: .*(4A1B2C3D4E5F60718293A4B).*(000000000000000000000AA)' &&
+		t_pass doctor-initramfs-srcversion || t_fail doctor-initramfs-srcversion "same version, other build not noticed"
+	install_ko 0.1.0 4A1B2C3D4E5F60718293A4B
+	for z in "gzip -c" "xz -c --check=crc32"; do
+		mkinitrd "$z" "$work/nvsidecar-0.1.0.ko"
+		NVS_DOCTOR_ROOT=$root "$bin" doctor 2>&1 | grep -q '^OK   module   module-initramfs: .* carries the installed nvsidecar 0.1.0' &&
+			t_pass "doctor-initramfs-${z%% *}" || t_fail "doctor-initramfs-${z%% *}" "$(NVS_DOCTOR_ROOT=$root "$bin" doctor 2>&1 | grep initramfs)"
+	done
+	mkinitrd "zstd -q" ""
+	NVS_DOCTOR_ROOT=$root "$bin" doctor 2>&1 | grep -q '^OK   module   module-initramfs: .* does not carry nvsidecar' &&
+		t_pass doctor-initramfs-without || t_fail doctor-initramfs-without "$(NVS_DOCTOR_ROOT=$root "$bin" doctor 2>&1 | grep initramfs)"
+	printf 'garbage that is no archive' >"$root/boot/initrd.img-$kver"
+	NVS_DOCTOR_ROOT=$root "$bin" doctor 2>&1 | grep -q '^WARN module   module-initramfs: Unable to read .*unknown data at offset 0' &&
+		t_pass doctor-initramfs-garbage || t_fail doctor-initramfs-garbage "$(NVS_DOCTOR_ROOT=$root "$bin" doctor 2>&1 | grep initramfs)"
+	# Secure Boot on (EFI variable: 4 bytes of attributes, then 1)
+	printf '\006\000\000\000\001' >"$root/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+	NVS_DOCTOR_ROOT=$root "$bin" doctor --quick >"$work/out" 2>&1
+	grep -q '^FAIL module   module-loaded: .*Secure Boot is on' "$work/out" && grep -q 'Key was rejected by service' "$work/out" &&
+		grep -q 'mokutil --import /var/lib/dkms/mok.pub' "$work/out" && t_pass doctor-secure-boot ||
+		t_fail doctor-secure-boot "$(grep module-loaded -A1 "$work/out" | tr '\n' ' ')"
+	# nothing installed for this kernel, DKMS only for another one
+	: >"$root/lib/modules/$kver/modules.dep"
+	rm "$root/var/lib/dkms/nvsidecar/kernel-$kver-$(uname -m)"
+	mv "$root/var/lib/dkms/nvsidecar/0.1.0/$kver" "$root/var/lib/dkms/nvsidecar/0.1.0/6.1.0-other"
+	NVS_DOCTOR_ROOT=$root "$bin" doctor --quick >"$work/out" 2>&1
+	grep -q "^FAIL module   module-loaded: nvsidecar module is not loaded, and none is installed for the running kernel $kver" "$work/out" &&
+		grep -q "dkms autoinstall -k $kver" "$work/out" &&
+		grep -q "^FAIL module   module-dkms: DKMS has nvsidecar for 1 other kernel(s) but not for the running kernel" "$work/out" &&
+		t_pass doctor-install-missing || t_fail doctor-install-missing "$(grep module "$work/out" | tr '\n' ' ')"
+fi
+
+# --- the driver layer: kernel driver, libcuda and NVML ------------------------
+gcc -shared -fPIC -O2 -Wall -Werror -o "$work/libnvidia-ml.so.1" "$top/tests/nvml/fakenvml.c" 2>"$work/err" ||
+	t_fail doctor-fakenvml "$(head -3 "$work/err")"
+export FAKE_NVML_STATE=$work/nvml.state
+echo "0000:01:00.0 0 0 61 80" >"$work/nvml.state"
+echo "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  615.71.09  Release Build  (dvs-builder@U16-I3-B09-2-1)  Thu Jan  1 00:00:00 UTC 2026" >"$work/open-version"
+drv() { NVS_NVIDIA_VERSION_FILE=$work/open-version "$bin" doctor --nvml "$work/libnvidia-ml.so.1" --lib "$fx/libcuda.so.615.71.09" "$@"; }
+drv >"$work/out" 2>&1
+grep -q '^OK   driver   driver-loaded: NVIDIA kernel driver 615.71.09 loaded$' "$work/out" &&
+	grep -q '^OK   driver   driver-libcuda: libcuda 615.71.09 matches' "$work/out" &&
+	grep -q '^OK   driver   driver-nvml: NVML 575.64.03 answers for 1 GPU(s), 0 of them watched by nvsidecar' "$work/out" &&
+	t_pass doctor-driver-ok || t_fail doctor-driver-ok "$(grep driver "$work/out" | tr '\n' ' ')"
+drv --driver-version 620.10.02 2>&1 | grep -q '^FAIL driver   driver-loaded: NVIDIA kernel driver 615.71.09, but 620.10.02 is expected' &&
+	t_pass doctor-driver-expected || t_fail doctor-driver-expected "driver-version not enforced"
+# NVML 18: "Driver/library version mismatch", the classic half-done upgrade
+FAKE_NVML_INIT_ERROR=18 drv 2>&1 | grep -q '^FAIL driver   driver-nvml: nvmlInit failed' &&
+	t_pass doctor-driver-nvml-fails || t_fail doctor-driver-nvml-fails "$(FAKE_NVML_INIT_ERROR=18 drv 2>&1 | grep nvml)"
+"$bin" doctor --nvml "$work/nope.so" 2>&1 | grep -q '^FAIL driver   driver-nvml: Unable to load' &&
+	t_pass doctor-driver-nvml-missing || t_fail doctor-driver-nvml-missing "an --nvml that is not there must fail"
+
+# --- --full: p2p through the fake libcuda; no RDMA device here ----------------
+gcc -shared -fPIC -O2 -o "$work/libcuda.so.1" "$top/tests/p2p/fakecuda.c" 2>"$work/err" ||
+	t_fail doctor-fakecuda "$(head -3 "$work/err")"
+FAKE_CUDA_DEVICES=2 "$bin" doctor --full --lib "$work/libcuda.so.1" >"$work/out" 2>&1
+grep -q '^OK   full     full-p2p: ' "$work/out" && grep -q '^SKIP full     full-rdma: ' "$work/out" &&
+	t_pass doctor-full || t_fail doctor-full "$(grep full "$work/out" | tr '\n' ' ')"
+FAKE_CUDA_DEVICES=2 FAKE_CUDA_CORRUPT=0-1@4096 "$bin" doctor --full --lib "$work/libcuda.so.1" >"$work/out" 2>&1
+[[ $? == 1 ]] && grep -q '^FAIL full     full-p2p: ' "$work/out" && t_pass doctor-full-corrupt ||
+	t_fail doctor-full-corrupt "$(grep full "$work/out" | tr '\n' ' ')"
+
+# --- the textfile for node_exporter -------------------------------------------
+mkdir -p "$work/tf"
+"$bin" doctor --quick --expect-gpus 2 --textfile "$work/tf" >/dev/null 2>&1
+rc=$?
+tf=$work/tf/nvsidecar.prom
+if [[ $rc == 1 && -f $tf ]] && grep -q '^nvsidecar_doctor_healthy 0$' "$tf" &&
+	grep -q '^nvsidecar_doctor_check_status{layer="module",check="module-loaded",status="fail"} 1$' "$tf" &&
+	grep -q '^nvsidecar_doctor_expected_gpus 2$' "$tf" && grep -q '^nvsidecar_doctor_mode{mode="quick"} 1$' "$tf" &&
+	grep -q '^nvsidecar_doctor_last_run_timestamp_seconds [0-9]' "$tf"; then
+	t_pass doctor-textfile
+else
+	t_fail doctor-textfile "rc $rc: $(head -c 300 "$tf" 2>/dev/null | tr '\n' ' ')"
+fi
+if command -v promtool >/dev/null; then
+	out=$(promtool check metrics <"$tf" 2>&1) && t_pass doctor-textfile-promtool || t_fail doctor-textfile-promtool "$out"
+else
+	t_skip doctor-textfile-promtool "promtool is not installed (scripts/deps.sh installs prometheus)"
+fi
+left=$(shopt -s dotglob nullglob; f=("$work"/tf/*); echo "${f[*]##*/}")
+[[ $left == nvsidecar.prom ]] && t_pass doctor-textfile-atomic || t_fail doctor-textfile-atomic "directory holds: $left"
+"$bin" doctor --quick --textfile /dev/null >/dev/null 2>"$work/err"
+rc=$?
+[[ $rc == 2 && -c /dev/null ]] && grep -qi 'not a regular file' "$work/err" && t_pass doctor-textfile-refuses ||
+	t_fail doctor-textfile-refuses "rc $rc: $(head -1 "$work/err")"
+
+# --- the NHC check file, with this doctor ------------------------------------
+got=$(NVSIDECAR_BIN=$bin bash -c '
+die() { echo "die $1: $2"; }
+. "$1/scripts/slurm/nvsidecar.nhc"
+check_nvsidecar_doctor --expect-gpus 1; echo "rc $?"' _ "$top" 2>&1)
+[[ $got == $'die 1: nvsidecar: module-loaded: nvsidecar module is not loaded, and none is installed for the running kernel '*$'\nrc 1' ]] &&
+	t_pass doctor-nhc || t_fail doctor-nhc "$got"
+got=$(NVSIDECAR_BIN=$work/none bash -c 'die() { echo "die $1: $2"; }; . "$1/scripts/slurm/nvsidecar.nhc"; check_nvsidecar_doctor' _ "$top" 2>&1)
+[[ $got == "die 1: nvsidecar: $work/none not found"* ]] && t_pass doctor-nhc-missing || t_fail doctor-nhc-missing "$got"
+
 # ASan/UBSan: the same paths (fork/exec child included) must be clean.
-if ! make -s -C "$top/user" O="$asan" ASAN=1 -j2 >"$work/build" 2>&1; then
+if ! make -s -C "$top/user" O="$asan" ASAN=1 WERROR=1 -j2 >"$work/build" 2>&1; then
 	t_fail doctor-asan-build "$(tail -5 "$work/build" | tr '\n' ' ')"
 	exit 0
 fi
 export ASAN_OPTIONS=detect_leaks=1:exitcode=99 UBSAN_OPTIONS=halt_on_error=1:exitcode=98
 bad=
 for args in "" "--pci-dump $dump --json" "--pci-dump $dump --strict" "--patched $work/nonexistent" \
-	"--patched $work/patched" "--bogus"; do
+	"--patched $work/patched" "--bogus" "--quick --brief --config $work/doctor.conf" "--config $work/bad.conf" \
+	"--quick --textfile $work/tf --expect-gpus 3" "--nvml $work/libnvidia-ml.so.1 --lib $fx/libcuda.so.615.71.09" \
+	"--full --lib $work/libcuda.so.1"; do
 	# shellcheck disable=SC2086
 	NVS_NVIDIA_VERSION_FILE=$work/version "$asan/nvsidecar" doctor $args >/dev/null 2>"$work/err"
 	rc=$?
 	[[ $rc == 98 || $rc == 99 ]] || grep -q 'Sanitizer' "$work/err" && bad+=" [$args] rc $rc"
 done
+# the initramfs reader and module checks, the cache cleared so that the image is read
+if [[ -f $work/nvsidecar-0.1.0.ko ]]; then
+	echo "updates/dkms/nvsidecar.ko.xz:" >"$root/lib/modules/$kver/modules.dep"
+	mkinitrd "zstd -q" "$work/nvsidecar-0.1.0.ko"
+	rm -f "$root/run/nvsidecar/doctor-initramfs.cache"
+	NVS_DOCTOR_ROOT=$root "$asan/nvsidecar" doctor >"$work/out" 2>"$work/err"
+	rc=$?
+	{ [[ $rc == 98 || $rc == 99 ]] || grep -q 'Sanitizer' "$work/err"; } && bad+=" [initramfs] rc $rc"
+	grep -q 'module-initramfs: .* carries the installed nvsidecar 0.1.0' "$work/out" || bad+=" [initramfs: $(grep initramfs "$work/out")]"
+fi
 [[ -z $bad ]] && t_pass doctor-asan || t_fail doctor-asan "$bad"

@@ -15,12 +15,18 @@
  *                              copy rates (default 48.5, 31.5, 1500)
  *   FAKE_CUDA_P2P_LAT_US, FAKE_CUDA_STAGED_LAT_US  per-copy latency (0.4, 14.3)
  *   FAKE_CUDA_INIT_ERROR=N     cuInit returns N
+ *   FAKE_CUDA_LOG=FILE         appends "ctx-create BUSID pid N" and
+ *                              "ctx-destroy BUSID pid N" for cuCtxCreate_v2 and
+ *                              cuCtxDestroy_v2 (nvsidecar idle-fix tests)
+ *   FAKE_CUDA_CTX_ERROR=N      cuCtxCreate_v2 returns N
+ *   FAKE_CUDA_CTX_HANG=1       cuCtxCreate_v2 never returns (a wedged GPU)
  * Build: cc -shared -fPIC -o libcuda.so.1 fakecuda.c
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -246,6 +252,79 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
 		return E_INVALID_CONTEXT;
 	retained[d]--;
 	return OK;
+}
+
+/*
+ * Contexts of their own (cuCtxCreate), beside the primary ones: created,
+ * made current and destroyed; FAKE_CUDA_LOG records each.
+ */
+static struct CUctx_st *created[64];
+
+static void ctx_log(const char *what, int dev)
+{
+	const char *p = getenv("FAKE_CUDA_LOG");
+	FILE *f;
+
+	if (!p || !(f = fopen(p, "a")))
+		return;
+	fprintf(f, "ctx-%s %s pid %d\n", what, busid[dev], (int)getpid());
+	fclose(f);
+}
+
+/* "0000:03:00.0" and NVML's "00000000:03:00.0" name the same device. */
+CUresult cuDeviceGetByPCIBusId(CUdevice *d, const char *id)
+{
+	unsigned int a[4], b[4];
+
+	NEED_INIT();
+	if (!d || !id || sscanf(id, "%x:%x:%x.%x", &a[0], &a[1], &a[2], &a[3]) != 4)
+		return E_INVALID_VALUE;
+	for (int i = 0; i < ndev; ++i)
+		if (sscanf(busid[i], "%x:%x:%x.%x", &b[0], &b[1], &b[2], &b[3]) == 4 && !memcmp(a, b, sizeof(a))) {
+			*d = i;
+			return OK;
+		}
+	return E_INVALID_DEVICE;
+}
+
+CUresult cuCtxCreate_v2(struct CUctx_st **c, unsigned int flags, CUdevice d)
+{
+	const char *s;
+	size_t i;
+
+	(void)flags;
+	NEED_INIT();
+	NEED_DEV(d);
+	if (!c)
+		return E_INVALID_VALUE;
+	if ((s = getenv("FAKE_CUDA_CTX_ERROR")) && atoi(s))
+		return atoi(s);
+	if ((s = getenv("FAKE_CUDA_CTX_HANG")) && atoi(s))
+		for (;;)
+			pause();
+	for (i = 0; i < sizeof(created) / sizeof(created[0]) && created[i]; ++i)
+		;
+	if (i == sizeof(created) / sizeof(created[0]) || !(created[i] = calloc(1, sizeof(*created[i]))))
+		return E_OUT_OF_MEMORY;
+	created[i]->dev = d;
+	*c = cur = created[i];
+	ctx_log("create", d);
+	return OK;
+}
+
+CUresult cuCtxDestroy_v2(struct CUctx_st *c)
+{
+	NEED_INIT();
+	for (size_t i = 0; c && i < sizeof(created) / sizeof(created[0]); ++i)
+		if (created[i] == c) {
+			ctx_log("destroy", c->dev);
+			if (cur == c)
+				cur = NULL;
+			free(c);
+			created[i] = NULL;
+			return OK;
+		}
+	return E_INVALID_CONTEXT;
 }
 
 static int valid_ctx(const struct CUctx_st *c)

@@ -16,6 +16,11 @@ if ! command -v "$py" >/dev/null; then
 fi
 ids=1af4:1110
 out=$NVS_OUT/doctor.json
+# An empty tree for /boot, /lib/modules and DKMS: reading the host's
+# initramfs under emulation takes half a minute, and its module checks are
+# tests/host/45-doctor.sh's.
+mkdir -p /run/nvs-doctor-root
+export NVS_DOCTOR_ROOT=/run/nvs-doctor-root
 
 sim_fixture_all gb202
 nvs_load || { t_fail doctor-load "insmod failed"; exit 0; }
@@ -29,7 +34,7 @@ summary() {
 import json, sys
 d = json.load(open(sys.argv[1]))
 r = {x["name"]: x["result"] for x in d["checks"]}
-g = sorted((x["name"], x["result"]) for x in d["checks"] if x["layer"] == "gpu")
+g = sorted((x["name"], x["result"]) for x in d["checks"] if x["layer"] == "gpu" and x["name"][3:].isdigit())
 print(r.get("module-loaded"), r.get("module-netlink"), " ".join(f"{n}={v}" for n, v in g))
 EOF
 }
@@ -70,5 +75,23 @@ wait_for 3 '[[ $(read_err "$c/status") == ok ]]'
 "$NVS_BIN" doctor --gpu-ids "$ids" --json >"$out" 2>/dev/null
 s=$(summary "$out" 2>&1)
 [[ $s == *"$g0=OK"* ]] && t_pass doctor-guest-recovers || t_fail doctor-guest-recovers "$s"
+
+# The second GDR gate: with an RDMA device (soft-RoCE on a dummy interface)
+# and no nvidia-peermem, gdr-peermem warns and names the device.
+if command -v rdma >/dev/null && modprobe rdma_rxe 2>/dev/null && ip link add nvsd0 type dummy 2>/dev/null; then
+	ip link set nvsd0 up
+	if rdma link add nvsrxe0 type rxe netdev nvsd0 2>"$NVS_OUT/doctor-rxe.err"; then
+		"$NVS_BIN" doctor --gpu-ids "$ids" >"$NVS_OUT/doctor-rxe.txt" 2>&1
+		grep -q "^WARN gdr      gdr-peermem: nvidia-peermem is not loaded although nvsrxe0 is here" "$NVS_OUT/doctor-rxe.txt" &&
+			grep -q 'modprobe nvidia-peermem' "$NVS_OUT/doctor-rxe.txt" && t_pass doctor-guest-peermem ||
+			t_fail doctor-guest-peermem "$(grep gdr "$NVS_OUT/doctor-rxe.txt" | tr '\n' ' ')"
+		rdma link delete nvsrxe0
+	else
+		t_fail doctor-guest-peermem "rdma link add failed: $(cat "$NVS_OUT/doctor-rxe.err")"
+	fi
+	ip link del nvsd0
+else
+	t_skip doctor-guest-peermem "no rdma tool or rdma_rxe module in this guest (rdma-core, the kernel's rdma_rxe)"
+fi
 
 nvs_unload || t_fail doctor-unload "rmmod failed"

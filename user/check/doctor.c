@@ -1,32 +1,37 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /*
- * The doctor's layers (module, GPUs, PCIe topology, patched libcuda), each
- * checked and recorded separately, so that an admin after a driver upgrade,
- * or Slurm's HealthCheckProgram, sees which layer broke. A layer that cannot
- * run is skipped with the reason; the others still run. Nothing here
- * prints: `doctor' renders the checks.
+ * The doctor's layers, each checked and recorded separately, so that an
+ * admin after a driver upgrade, or a node health check (Slurm, NHC,
+ * node-problem-detector, Prometheus), sees which layer broke and what to
+ * do. A layer that cannot run is skipped with the reason; the others still
+ * run. Nothing here prints: `doctor' renders the checks.
+ *
+ * This file: the run, the module as loaded, the GPUs (count, status, every
+ * sensor, limits, the hotspot the driver does not show) and the topology.
+ * The module's installation, the driver, libcuda and the GDR gates, and
+ * --full are in check/doctor_*.c.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
+#include <fnmatch.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check/doctor.h"
 #include "check/topo.h"
 #include "common/exit.h"
-#include "common/out.h"
-#include "libcuda/manifest.h"
 #include "libnvsidecar.h"
 #include "sys/pci.h"
 
-#define CHILD_OUT_MAX 65536
+/* Above this the RTX 5090 throttles while the driver may still say 60 °C. */
+#define HOTSPOT_THROTTLE_MC 100000
+/* "The driver's temperature is not high": this far below the hotspot. */
+#define HIDDEN_GAP_MC 20000
 
 static const char *const result_name[] = { "OK", "WARN", "FAIL", "SKIP" };
 
@@ -35,9 +40,8 @@ const char *nvs_check_result_name(enum nvs_check_result r)
 	return r <= CK_SKIP ? result_name[r] : "?";
 }
 
-static __attribute__((format(printf, 5, 6))) void add(struct nvs_checks *c, enum nvs_check_result res,
-							const char *layer, const char *name,
-							const char *fmt, ...)
+void nvs_check_add(struct nvs_checks *c, enum nvs_check_result res, const char *layer, const char *name,
+		   const char *fmt, ...)
 {
 	struct nvs_check *k;
 	va_list ap;
@@ -63,8 +67,7 @@ static __attribute__((format(printf, 5, 6))) void add(struct nvs_checks *c, enum
 	va_end(ap);
 }
 
-/* Sets the fix of the check added last. */
-static __attribute__((format(printf, 2, 3))) void fix(struct nvs_checks *c, const char *fmt, ...)
+void nvs_check_fix(struct nvs_checks *c, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -75,9 +78,37 @@ static __attribute__((format(printf, 2, 3))) void fix(struct nvs_checks *c, cons
 	va_end(ap);
 }
 
+#define add(...) nvs_check_add(__VA_ARGS__)
+#define fix(...) nvs_check_fix(__VA_ARGS__)
+
+const char *nvs_doctor_path(const struct nvs_doctor_opts *o, const char *path, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s", o->root && *o->root ? o->root : "", path);
+	return buf;
+}
+
+const struct nvs_check *nvs_doctor_first(const struct nvs_checks *c, bool strict)
+{
+	for (size_t i = 0; i < c->n; ++i)
+		if (c->v[i].res == CK_FAIL)
+			return &c->v[i];
+	for (size_t i = 0; strict && i < c->n; ++i)
+		if (c->v[i].res == CK_WARN)
+			return &c->v[i];
+	return NULL;
+}
+
 /* ---- module ---- */
 
-static struct nvs_handle *check_module(struct nvs_checks *c)
+/* Another network namespace than PID 1's: generic netlink families are per namespace. */
+static bool other_netns(void)
+{
+	struct stat a, b;
+
+	return !stat("/proc/self/ns/net", &a) && !stat("/proc/1/ns/net", &b) && a.st_ino != b.st_ino;
+}
+
+static struct nvs_handle *check_module(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 {
 	struct nvs_handle *h = NULL;
 	struct stat st;
@@ -85,33 +116,31 @@ static struct nvs_handle *check_module(struct nvs_checks *c)
 	char ver[64] = "";
 	int ret;
 
-	if (in_sysfs)
-		add(c, CK_OK, "module", "module-loaded", "nvsidecar module loaded");
-	else
-		add(c, CK_FAIL, "module", "module-loaded", "nvsidecar module is not loaded (no /sys/module/nvsidecar)");
-	if (!in_sysfs)
-		fix(c, "Load it with `modprobe nvsidecar'; if that fails after a kernel or driver upgrade, check `dkms status nvsidecar' and rebuild with `dkms autoinstall'");
-
-	if (!in_sysfs) {
-		add(c, CK_SKIP, "module", "module-version", "module not loaded, no version to compare with tool %s",
-		    NVS_TOOL_VERSION);
-	} else if (nvs_module_version(ver, sizeof(ver)) < 0 || !ver[0]) {
+	if (in_sysfs && (nvs_module_version(ver, sizeof(ver)) < 0 || !ver[0]))
+		ver[0] = 0;
+	nvs_doctor_module_loaded(c, o, in_sysfs);
+	if (in_sysfs && !ver[0]) {
 		add(c, CK_WARN, "module", "module-version", "Unable to read the module version: %s", strerror(errno));
 		fix(c, "Check /sys/module/nvsidecar/version; reinstall the nvsidecar-dkms package");
-	} else if (strcmp(ver, NVS_TOOL_VERSION)) {
+	} else if (in_sysfs && strcmp(ver, NVS_TOOL_VERSION)) {
 		add(c, CK_WARN, "module", "module-version", "module %s, tool %s", ver, NVS_TOOL_VERSION);
 		fix(c, "Install matching versions and reload: `modprobe -r nvsidecar && modprobe nvsidecar' (`dkms status nvsidecar' lists the built versions)");
-	} else {
+	} else if (in_sysfs) {
 		add(c, CK_OK, "module", "module-version", "module %s matches the tool", ver);
 	}
+
+	nvs_doctor_module_install(c, o, in_sysfs, ver);
 
 	ret = nvs_open(&h);
 	if (ret < 0) {
 		const char *e = nvs_last_error(NULL);
 
-		add(c, CK_FAIL, "module", "module-netlink", "generic netlink family not reachable: %s",
+		add(c, in_sysfs ? CK_FAIL : CK_SKIP, "module", "module-netlink", "generic netlink family not reachable: %s",
 		    e && *e ? e : strerror(-ret));
-		fix(c, "Load the module with `modprobe nvsidecar'; `dkms status nvsidecar' shows whether it is built for the running kernel (`uname -r')");
+		if (in_sysfs && other_netns())
+			fix(c, "This process runs in a network namespace of its own (a container?), and the module registers its family in the host's only: run doctor in the host's network namespace (e.g. hostNetwork for a node-problem-detector pod)");
+		else if (in_sysfs)
+			fix(c, "The module is loaded but its family is not: check `dmesg | grep nvsidecar' and reload it (`modprobe -r nvsidecar && modprobe nvsidecar')");
 		return NULL;
 	}
 	add(c, in_sysfs ? CK_OK : CK_WARN, "module", "module-netlink", "generic netlink family reachable, version %u%s",
@@ -121,16 +150,84 @@ static struct nvs_handle *check_module(struct nvs_checks *c)
 
 /* ---- GPUs ---- */
 
-static void check_gpu(struct nvs_checks *c, const struct nvs_gpu_info *g)
+static const char *status_name(unsigned int s)
 {
-	const struct nvs_sensor_info *hot = NULL, *alarm = NULL;
-	char name[16], a[16], b[16], hs[64] = "", invalid[256] = "";
-	unsigned int valid = 0, nalarm = 0;
+	switch (s) {
+	case NVS_STATUS_OK: return "ok";
+	case NVS_STATUS_ASLEEP: return "asleep";
+	case NVS_STATUS_NO_DRIVER: return "no-driver";
+	case NVS_STATUS_UNAVAILABLE: return "unavailable";
+	case NVS_STATUS_REMOVED: return "removed";
+	default: return "unknown";
+	}
+}
+
+/* node_exporter's cleanMetricName: lower case, [^a-z0-9:_] to '_', no '_' at the ends. */
+static void prom_clean(const char *in, char *out, size_t len)
+{
+	size_t n = 0, start = 0;
+
+	for (; *in && n + 1 < len; ++in) {
+		char ch = *in >= 'A' && *in <= 'Z' ? (char)(*in - 'A' + 'a') : *in;
+
+		out[n++] = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == ':' || ch == '_' ? ch : '_';
+	}
+	out[n] = 0;
+	while (n && out[n - 1] == '_')
+		out[--n] = 0;
+	while (out[start] == '_')
+		start++;
+	memmove(out, out + start, n - start + 1);
+}
+
+/*
+ * The "chip" label node_exporter's hwmon collector gives a hwmon device
+ * parented on this PCI function: its parent device's name and its own,
+ * cleaned ("0000:02:00_0_0000:03:00_0" for a GPU behind a switch port).
+ */
+static void hwmon_chip_label(const char *busid, char *buf, size_t len)
+{
+	char link[PATH_MAX], real[PATH_MAX], *base, *slash, a[64], b[64];
+
+	buf[0] = 0;
+	snprintf(link, sizeof(link), "/sys/bus/pci/devices/%s", busid);
+	if (!realpath(link, real))
+		return;
+	base = strrchr(real, '/');
+	if (!base)
+		return;
+	*base++ = 0;
+	slash = strrchr(real, '/');
+	prom_clean(slash ? slash + 1 : real, a, sizeof(a));
+	prom_clean(base, b, sizeof(b));
+	if (a[0])
+		snprintf(buf, len, "%s_%s", a, b);
+	else
+		snprintf(buf, len, "%s", b);
+}
+
+static const struct nvs_doctor_limit *limit_for(const struct nvs_doctor_opts *o, const char *label)
+{
+	/* the last one given wins (the command line comes after doctor.conf) */
+	for (size_t i = o->nlimits; i-- > 0;)
+		if (!fnmatch(o->limits[i].sensor, label, 0))
+			return &o->limits[i];
+	return NULL;
+}
+
+static void check_gpu(struct nvs_checks *c, const struct nvs_doctor_opts *o, const struct nvs_gpu_info *g,
+		      const struct nvs_doctor_gpu *dg)
+{
+	const struct nvs_sensor_info *hot = NULL, *alarm = NULL, *over = NULL;
+	const struct nvs_doctor_limit *overl = NULL;
+	char name[32], a[16], b[16], hs[96] = "", invalid[256] = "";
+	unsigned int valid = 0, nalarm = 0, nover = 0;
 	size_t ilen = 0;
 
 	snprintf(name, sizeof(name), "gpu%u", g->index);
 	for (unsigned int i = 0; i < g->nsensors; ++i) {
 		const struct nvs_sensor_info *s = &g->sensors[i];
+		const struct nvs_doctor_limit *l;
 
 		if (!s->valid) {
 			if (ilen < sizeof(invalid))
@@ -143,9 +240,16 @@ static void check_gpu(struct nvs_checks *c, const struct nvs_gpu_info *g)
 			hot = s;
 		if (s->alarm && nalarm++ == 0)
 			alarm = s;
+		l = limit_for(o, s->label);
+		if (l && s->mc > l->mc && nover++ == 0) {
+			over = s;
+			overl = l;
+		}
 	}
 	if (hot)
 		snprintf(hs, sizeof(hs), ", %s %s °C", hot->label, nvs_format_mc(a, sizeof(a), hot->mc));
+	if (hot && dg->driver_temp_ok)
+		snprintf(hs + strlen(hs), sizeof(hs) - strlen(hs), " (driver %u °C)", dg->driver_temp);
 
 	switch (g->status) {
 	case NVS_STATUS_OK:
@@ -176,7 +280,13 @@ static void check_gpu(struct nvs_checks *c, const struct nvs_gpu_info *g)
 		return;
 	}
 
-	if (!g->nsensors) {
+	if (over) {
+		add(c, CK_FAIL, "gpu", name, "%s %s: %s %s °C over the limit %s °C%s%s", g->busid, g->chip, over->label,
+		    nvs_format_mc(a, sizeof(a), over->mc), nvs_format_mc(b, sizeof(b), overl->mc),
+		    nover > 1 ? " (and more)" : "", over == hot ? "" : hs);
+		fix(c, "Check cooling (fans, airflow, thermal pads) and the load; the limit is `limit = %s:...' in %s or --limit",
+		    overl->sensor, NVS_DOCTOR_CONF);
+	} else if (!g->nsensors) {
 		add(c, CK_WARN, "gpu", name, "%s %s ok but reports no sensor", g->busid, g->chip);
 		fix(c, "Check `nvsidecar thermal' and the kernel log for why the chip's sensors were not found");
 	} else if (valid < g->nsensors) {
@@ -191,33 +301,101 @@ static void check_gpu(struct nvs_checks *c, const struct nvs_gpu_info *g)
 	} else {
 		add(c, CK_OK, "gpu", name, "%s %s ok, %u/%u sensors valid%s", g->busid, g->chip, valid, g->nsensors, hs);
 	}
+
+	/*
+	 * The hidden hotspot: high while the driver's temperature is not is
+	 * how throttling looks from nvidia-smi (a normal temperature, lower
+	 * clocks). Without NVML (--quick, no driver) the reading alone says it.
+	 */
+	if (hot && !strcmp(hot->label, "hotspot") && hot->mc >= HOTSPOT_THROTTLE_MC) {
+		snprintf(name, sizeof(name), "gpu%u-hotspot", g->index);
+		if (dg->driver_temp_ok && (int64_t)dg->driver_temp * 1000 <= (int64_t)hot->mc - HIDDEN_GAP_MC)
+			add(c, CK_WARN, "gpu", name,
+			    "%s hotspot %s °C while the driver reports %u °C: the GPU is likely thermal-throttling although nvidia-smi looks normal",
+			    g->busid, nvs_format_mc(a, sizeof(a), hot->mc), dg->driver_temp);
+		else
+			add(c, CK_WARN, "gpu", name, "%s hotspot %s °C: at or over %d °C the RTX 5090 throttles", g->busid,
+			    nvs_format_mc(a, sizeof(a), hot->mc), HOTSPOT_THROTTLE_MC / 1000);
+		fix(c, "Check the cooler's contact and fans, or lower the power limit (`nvidia-smi -pl'); `nvsidecar thermal --watch' shows the channels");
+	}
 }
 
-static void check_gpus(struct nvs_checks *c, struct nvs_handle *h)
+static void check_count(struct nvs_checks *c, const struct nvs_doctor_opts *o, size_t n)
 {
-	struct nvs_gpu_info *gpus = NULL;
-	size_t n = 0;
+	if (o->expect_gpus >= 0 && n < (size_t)o->expect_gpus) {
+		add(c, CK_FAIL, "gpu", "gpus", "%zu GPU(s), %d expected", n, o->expect_gpus);
+		fix(c, "A GPU is missing: `lspci -d 10de:' and `dmesg' (Xid, AER, \"fallen off the bus\") say whether it left the bus or the module did not take it; reseat or replace the card, or fix expect-gpus in %s",
+		    NVS_DOCTOR_CONF);
+	} else if (o->expect_gpus >= 0 && n > (size_t)o->expect_gpus) {
+		add(c, CK_WARN, "gpu", "gpus", "%zu GPU(s), only %d expected", n, o->expect_gpus);
+		fix(c, "Raise expect-gpus in %s to what this node has", NVS_DOCTOR_CONF);
+	} else if (o->expect_gpus >= 0) {
+		add(c, CK_OK, "gpu", "gpus", "%zu GPU(s), as expected", n);
+	} else if (!n) {
+		add(c, CK_WARN, "gpu", "gpus", "the module watches no GPU");
+		fix(c, "Check `lspci -d 10de:' lists the cards and `dmesg | grep nvsidecar' for why they were not taken; set expect-gpus in %s so that a missing GPU fails this check",
+		    NVS_DOCTOR_CONF);
+	} else {
+		add(c, CK_OK, "gpu", "gpus", "%zu GPU(s) (no expect-gpus set in %s)", n, NVS_DOCTOR_CONF);
+	}
+}
+
+/* The module's GPUs, into c->gpus; the list itself for check_gpus. */
+static int list_gpus(struct nvs_checks *c, struct nvs_handle *h, struct nvs_gpu_info **gpus, size_t *n)
+{
 	int ret;
 
+	*gpus = NULL;
+	*n = 0;
+	if (!h)
+		return -ENOENT;
+	ret = nvs_gpu_list(h, gpus, n);
+	if (ret < 0)
+		return ret;
+	c->gpus = calloc(*n ? *n : 1, sizeof(*c->gpus));
+	if (!c->gpus) {
+		c->oom = true;
+		return -ENOMEM;
+	}
+	c->ngpus = *n;
+	c->counted = true;
+	for (size_t i = 0; i < *n; ++i) {
+		struct nvs_doctor_gpu *d = &c->gpus[i];
+		const struct nvs_gpu_info *g = &(*gpus)[i];
+
+		d->index = g->index;
+		snprintf(d->busid, sizeof(d->busid), "%s", g->busid);
+		snprintf(d->model, sizeof(d->model), "%s", g->chip);
+		snprintf(d->status, sizeof(d->status), "%s", status_name(g->status));
+		hwmon_chip_label(g->busid, d->hwmon_chip, sizeof(d->hwmon_chip));
+	}
+	return 0;
+}
+
+static void check_gpus(struct nvs_checks *c, const struct nvs_doctor_opts *o, struct nvs_handle *h,
+		       struct nvs_gpu_info *gpus, size_t n, int listed)
+{
 	if (!h) {
-		add(c, CK_SKIP, "gpu", "gpus", "the module's netlink family is not reachable");
+		/* nothing answers: with an expected count that is a failure of its own */
+		if (o->expect_gpus > 0) {
+			add(c, CK_FAIL, "gpu", "gpus", "0 GPU(s) visible (the module is not loaded), %d expected",
+			    o->expect_gpus);
+			fix(c, "Load the module (see module-loaded above)");
+		} else {
+			add(c, CK_SKIP, "gpu", "gpus", "the module's netlink family is not reachable");
+		}
 		return;
 	}
-	ret = nvs_gpu_list(h, &gpus, &n);
-	if (ret < 0) {
+	if (listed < 0) {
 		const char *e = nvs_last_error(h);
 
-		add(c, CK_FAIL, "gpu", "gpus", "Unable to list the GPUs: %s", e && *e ? e : strerror(-ret));
+		add(c, CK_FAIL, "gpu", "gpus", "Unable to list the GPUs: %s", e && *e ? e : strerror(-listed));
 		fix(c, "Check the kernel log (`dmesg | grep nvsidecar') and reload the module");
 		return;
 	}
-	if (!n) {
-		add(c, CK_WARN, "gpu", "gpus", "the module watches no GPU");
-		fix(c, "Check `lspci -d 10de:' lists the cards and `dmesg | grep nvsidecar' for why they were not taken");
-	}
+	check_count(c, o, n);
 	for (size_t i = 0; i < n; ++i)
-		check_gpu(c, &gpus[i]);
-	free(gpus);
+		check_gpu(c, o, &gpus[i], &c->gpus[i]);
 }
 
 /* ---- topology ---- */
@@ -265,194 +443,47 @@ out:
 	nvs_pci_free(&p);
 }
 
-/* ---- libcuda ---- */
 
-/* Runs `nvsidecar libcuda status --lib LIB --json' and collects its output. */
-static int run_libcuda_status(const char *lib, char *out, size_t outlen, char *errb, size_t errlen, int *status)
+static double now_s(clockid_t id)
 {
-	int po[2] = { -1, -1 }, pe[2] = { -1, -1 };
-	size_t no = 0, ne = 0;
-	pid_t pid;
-	int e;
+	struct timespec ts;
 
-	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0)
-		goto fail;
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		goto fail;
-	if (!pid) {
-		const char *argv[] = { PROG_NAME, "libcuda", "status", "--lib", lib, "--json", NULL };
-
-		if (dup2(po[1], STDOUT_FILENO) < 0 || dup2(pe[1], STDERR_FILENO) < 0)
-			_exit(127);
-		execv("/proc/self/exe", (char *const *)argv);
-		fprintf(stderr, "Unable to run /proc/self/exe: %s\n", strerror(errno));
-		_exit(127);
-	}
-	close(po[1]);
-	close(pe[1]);
-	po[1] = pe[1] = -1;
-	/* Both pipes at once: a child blocked on a full stderr pipe never exits. */
-	for (;;) {
-		struct pollfd fds[2] = { { po[0], POLLIN, 0 }, { pe[0], POLLIN, 0 } };
-		bool open_any = false;
-
-		for (int i = 0; i < 2; ++i)
-			open_any |= fds[i].fd >= 0;
-		if (!open_any)
-			break;
-		if (poll(fds, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		for (int i = 0; i < 2; ++i) {
-			char tmp[4096], *buf = i ? errb : out;
-			size_t *len = i ? &ne : &no, cap = i ? errlen : outlen;
-			ssize_t r;
-
-			if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			r = read(fds[i].fd, tmp, sizeof(tmp));
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0) {
-				close(fds[i].fd);
-				if (i)
-					pe[0] = -1;
-				else
-					po[0] = -1;
-				continue;
-			}
-			if (*len + 1 < cap) {
-				size_t take = (size_t)r < cap - 1 - *len ? (size_t)r : cap - 1 - *len;
-
-				memcpy(buf + *len, tmp, take);
-				*len += take;
-			}
-		}
-	}
-	out[no] = 0;
-	errb[ne] = 0;
-	while (waitpid(pid, status, 0) < 0)
-		if (errno != EINTR)
-			goto fail;
-	for (int i = 0; i < 2; ++i) {
-		if (po[i] >= 0)
-			close(po[i]);
-		if (pe[i] >= 0)
-			close(pe[i]);
-	}
-	return 0;
-fail:
-	e = errno;
-	for (int i = 0; i < 2; ++i) {
-		if (po[i] >= 0)
-			close(po[i]);
-		if (pe[i] >= 0)
-			close(pe[i]);
-	}
-	return -e;
+	clock_gettime(id, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The value of "key": "value" in a JSON text, without a parser: good enough for one enum string. */
-static void json_field(const char *text, const char *key, char *buf, size_t len)
+void nvs_doctor_opts_init(struct nvs_doctor_opts *o)
 {
-	char pat[64];
-	const char *s, *e;
-
-	buf[0] = 0;
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	s = strstr(text, pat);
-	if (!s)
-		return;
-	s += strlen(pat);
-	s += strspn(s, " \t\n");
-	if (*s != '"')
-		return;
-	e = strchr(++s, '"');
-	if (e)
-		snprintf(buf, len, "%.*s", (int)(e - s), s);
-}
-
-static void first_line(char *s)
-{
-	s[strcspn(s, "\n")] = 0;
-}
-
-static void check_libcuda(struct nvs_checks *c, const char *dir)
-{
-	char lib[4096], man[4096], verdict[64];
-	char *out = NULL, *err = NULL;
-	struct stat st;
-	int status = 0, ret;
-
-	if (!dir) {
-		add(c, CK_SKIP, "libcuda", "libcuda", "no --patched DIR given (the directory `nvsidecar libcuda patch --out DIR' wrote)");
-		return;
-	}
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		add(c, CK_FAIL, "libcuda", "libcuda", "Unable to use --patched `%s': %s", dir,
-		    errno && stat(dir, &st) < 0 ? strerror(errno) : "not a directory");
-		fix(c, "Pass the directory `nvsidecar libcuda patch --out DIR' wrote, or re-run that command");
-		return;
-	}
-	snprintf(man, sizeof(man), "%s/%s", dir, LC_MANIFEST_NAME);
-	snprintf(lib, sizeof(lib), "%s/libcuda.so.1", dir);
-	if (access(man, R_OK) < 0) {
-		add(c, CK_FAIL, "libcuda", "libcuda", "Unable to read `%s': %s: not a `libcuda patch --out' directory",
-		    man, strerror(errno));
-		fix(c, "Re-run `nvsidecar libcuda patch --out %s'", dir);
-		return;
-	}
-	out = malloc(CHILD_OUT_MAX);
-	err = malloc(CHILD_OUT_MAX);
-	if (!out || !err) {
-		add(c, CK_FAIL, "libcuda", "libcuda", "Unable to run the libcuda check: %s", strerror(ENOMEM));
-		goto out;
-	}
-	ret = run_libcuda_status(lib, out, CHILD_OUT_MAX, err, CHILD_OUT_MAX, &status);
-	if (ret < 0) {
-		add(c, CK_FAIL, "libcuda", "libcuda", "Unable to run `%s libcuda status': %s", PROG_NAME, strerror(-ret));
-		goto out;
-	}
-	json_field(out, "verdict", verdict, sizeof(verdict));
-	first_line(err);
-	if (!WIFEXITED(status)) {
-		add(c, CK_FAIL, "libcuda", "libcuda", "`libcuda status --lib %s' died from signal %d", lib,
-		    WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-		fix(c, "Run `nvsidecar libcuda status --lib %s' by hand and report the crash", lib);
-	} else if (WEXITSTATUS(status) == NVS_EX_STALE) {
-		add(c, CK_FAIL, "libcuda", "libcuda", "patched copy in %s is stale%s%s", dir, err[0] ? ": " : "", err);
-		fix(c, "Re-run nvsidecar libcuda patch --out %s (against the upgraded driver's libcuda)", dir);
-	} else if (WEXITSTATUS(status) == 0 && !strcmp(verdict, "patched")) {
-		add(c, CK_OK, "libcuda", "libcuda", "patched copy in %s is current", dir);
-	} else if (WEXITSTATUS(status) == 0) {
-		add(c, CK_WARN, "libcuda", "libcuda", "copy in %s analyses as %s, not patched", dir,
-		    verdict[0] ? verdict : "unknown");
-		fix(c, "Re-run nvsidecar libcuda patch --out %s", dir);
-	} else {
-		add(c, CK_FAIL, "libcuda", "libcuda", "`libcuda status --lib %s' exited %d%s%s", lib, WEXITSTATUS(status),
-		    err[0] ? ": " : "", err);
-		fix(c, "Run `nvsidecar libcuda status --lib %s' for details; re-run nvsidecar libcuda patch --out %s", lib, dir);
-	}
-out:
-	free(out);
-	free(err);
+	memset(o, 0, sizeof(*o));
+	o->expect_gpus = -1;
 }
 
 int nvs_doctor_run(const struct nvs_doctor_opts *o, struct nvs_checks *c)
 {
+	struct nvs_gpu_info *gpus = NULL;
 	struct nvs_handle *h;
+	size_t n = 0;
+	double t0 = now_s(CLOCK_MONOTONIC);
+	int listed;
 
 	memset(c, 0, sizeof(*c));
-	h = check_module(c);
-	check_gpus(c, h);
+	c->started = now_s(CLOCK_REALTIME);
+	h = check_module(c, o);
+	listed = list_gpus(c, h, &gpus, &n);
+	/* the driver first: it fills in the temperature the driver reports for each GPU */
+	if (o->mode != NVS_DOCTOR_QUICK)
+		nvs_doctor_driver(c, o);
+	check_gpus(c, o, h, gpus, n, listed);
+	free(gpus);
 	if (h)
 		nvs_close(h);
-	check_topology(c, o->pci_dump, o->ids, o->nids);
-	check_libcuda(c, o->patched);
+	if (o->mode != NVS_DOCTOR_QUICK) {
+		nvs_doctor_libcuda(c, o);
+		check_topology(c, o->pci_dump, o->ids, o->nids);
+	}
+	if (o->mode == NVS_DOCTOR_FULL)
+		nvs_doctor_full(c, o);
+	c->seconds = now_s(CLOCK_MONOTONIC) - t0;
 	if (c->oom) {
 		nvs_checks_free(c);
 		return -ENOMEM;
@@ -463,5 +494,6 @@ int nvs_doctor_run(const struct nvs_doctor_opts *o, struct nvs_checks *c)
 void nvs_checks_free(struct nvs_checks *c)
 {
 	free(c->v);
+	free(c->gpus);
 	memset(c, 0, sizeof(*c));
 }

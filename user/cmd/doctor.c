@@ -1,33 +1,37 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /*
- * nvsidecar doctor: every layer's check (check/doctor.c), one line each,
- * with what to do; exit status fit for a node health check.
+ * nvsidecar doctor: the node's verdict. Every layer's check (check/doctor*.c),
+ * one line each with what to do, or one line in all (--brief) for Slurm,
+ * NHC and node-problem-detector, or JSON; node_exporter's textfile with
+ * --textfile. Settings come from /etc/nvsidecar/doctor.conf, with the same
+ * names as the options, which win.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check/doctor.h"
 #include "cmd/subcommands.h"
 #include "common/exit.h"
 #include "common/out.h"
-#include "sys/pci.h"
-
-#define MAX_IDS 16
 
 static const enum out_color colour[] = {
 	[CK_OK] = OUT_GOOD, [CK_WARN] = OUT_WARN, [CK_FAIL] = OUT_ALARM, [CK_SKIP] = OUT_DIM,
 };
+static const char *const mode_name[] = { "default", "quick", "full" };
 
-static void show(const struct nvs_checks *c, const size_t counts[4], int ret, bool strict)
+static void show(const struct nvs_checks *c, const struct nvs_doctor_opts *o, const size_t counts[4], int ret)
 {
 	out_str(OUT_JSON, "tool_version", NULL, NVS_TOOL_VERSION);
 	out_bool(OUT_JSON, "ok", NULL, !ret);
 	out_int(OUT_JSON, "exit", NULL, ret);
 	out_bool(OUT_JSON, "healthy", NULL, !ret);
-	out_bool(OUT_JSON, "strict", NULL, strict);
+	out_bool(OUT_JSON, "strict", NULL, o->strict);
+	out_str(OUT_JSON, "mode", NULL, mode_name[o->mode]);
+	out_double(OUT_JSON, "duration_seconds", NULL, c->seconds, 6);
 	out_obj(OUT_JSON, "counts");
 	out_uint(OUT_JSON, "ok", NULL, counts[CK_OK]);
 	out_uint(OUT_JSON, "warn", NULL, counts[CK_WARN]);
@@ -51,89 +55,214 @@ static void show(const struct nvs_checks *c, const size_t counts[4], int ret, bo
 		out_obj_end(OUT_JSON);
 	}
 	out_arr_end(OUT_JSON);
+	out_arr(OUT_JSON, "gpus");
+	for (size_t i = 0; i < c->ngpus; ++i) {
+		const struct nvs_doctor_gpu *g = &c->gpus[i];
+
+		out_obj(OUT_JSON, NULL);
+		out_uint(OUT_JSON, "index", NULL, g->index);
+		out_str(OUT_JSON, "busid", NULL, g->busid);
+		out_str(OUT_JSON, "model", NULL, g->model);
+		out_str(OUT_JSON, "status", NULL, g->status);
+		out_str(OUT_JSON, "hwmon_chip", NULL, g->hwmon_chip);
+		if (g->driver_temp_ok)
+			out_uint(OUT_JSON, "driver_temperature_c", NULL, g->driver_temp);
+		else
+			out_null("driver_temperature_c");
+		out_obj_end(OUT_JSON);
+	}
+	out_arr_end(OUT_JSON);
 	out_text("%zu ok, %zu warning(s), %zu failed, %zu skipped: %s\n", counts[CK_OK], counts[CK_WARN],
 		 counts[CK_FAIL], counts[CK_SKIP], ret ? "UNHEALTHY" : "healthy");
+}
+
+/*
+ * --brief: one line, as node-problem-detector's custom plugins, Nagios and
+ * Slurm drain reasons want it: "OK: ..." or "FAIL: check: message (+N more)".
+ */
+static void show_brief(const struct nvs_checks *c, const struct nvs_doctor_opts *o, const size_t counts[4], int ret)
+{
+	const struct nvs_check *k = nvs_doctor_first(c, o->strict);
+	size_t bad = counts[CK_FAIL] + (o->strict ? counts[CK_WARN] : 0);
+
+	if (!ret || !k) {
+		out_text("OK: %zu checks, %zu warning(s), %zu skipped (%s mode, %.3f s)\n", c->n, counts[CK_WARN],
+			 counts[CK_SKIP], mode_name[o->mode], c->seconds);
+		return;
+	}
+	out_text("%s: ", k->res == CK_FAIL ? "FAIL" : "WARN");
+	out_safe(k->name);
+	out_text(": ");
+	out_safe(k->msg);
+	if (bad > 1)
+		out_text(" (+%zu more)", bad - 1);
+	out_text("\n");
 }
 
 static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
-		"Usage: %s %s [--json] [--strict] [--pci-dump FILE] [--gpu-ids VID:DID[,...]]\n"
-		"          [--patched DIR]\n"
+		"Usage: %s %s [--quick | --full] [--json | --brief] [--strict] [--config FILE]\n"
+		"          [--expect-gpus N] [--limit SENSOR:C]... [--driver-version VER]\n"
+		"          [--patched DIR] [--nvml LIB] [--lib LIB] [--textfile PATH]\n"
+		"          [--pci-dump FILE] [--gpu-ids VID:DID[,...]]\n"
 		"\n"
-		"Checks every layer and reports each separately, one line per check\n"
-		"(OK, WARN, FAIL or SKIP) with the reason and what to do:\n"
-		"  module    /sys/module/nvsidecar, its version against this tool's (%s),\n"
-		"            the generic netlink family\n"
-		"  gpu       each GPU's status (ok, no-driver, asleep, unavailable, removed),\n"
-		"            that every sensor has a reading, sensors over their threshold,\n"
-		"            the hotspot reading\n"
+		"The node's verdict: every layer checked and reported separately, one line\n"
+		"per check (OK, WARN, FAIL or SKIP) with the reason and what to do:\n"
+		"  module    loaded, its version against this tool's (%s), the netlink\n"
+		"            family, the DKMS build for the running kernel, the copy in the\n"
+		"            initramfs, Secure Boot when it is not loaded\n"
+		"  gpu       the count against expect-gpus (none is not healthy when a count\n"
+		"            is expected), each GPU's status, that every sensor has a\n"
+		"            reading, sensor limits, the hidden hotspot against the driver's\n"
+		"  driver    the NVIDIA kernel driver, its version against driver-version\n"
+		"            and libcuda's, NVML and each GPU's driver temperature\n"
+		"  libcuda   the installed libcuda and the patched copy (stale?)\n"
+		"  gdr       libcuda's dma-buf gate and nvidia-peermem, separately\n"
 		"  topology  the `nvsidecar topo' findings (Resizable BAR, ACS, link, IOMMU)\n"
-		"  libcuda   with --patched: whether that patched copy is stale\n"
+		"  full      with --full: short verified P2P copies and an RDMA loopback\n"
 		"A layer that cannot run is skipped with the reason; the others still run.\n"
-		"Fit for Slurm's HealthCheckProgram and the nvsidecar-doctor.timer unit.\n"
+		"Slurm's HealthCheckProgram is nvsidecar-healthcheck, which runs\n"
+		"`doctor --quick --brief' and drains the node itself (nvsidecar(8)).\n"
 		"\n"
+		"  --quick           only the module's state (module, gpu): no GPU register,\n"
+		"                    NVML, libcuda or PCI access; well under a second\n"
+		"  --full            also `p2p' and `rdma --loopback' runs, 60 s at most each\n"
 		"  --json            one JSON document instead of text\n"
+		"  --brief           one line: \"OK: ...\" or \"FAIL: CHECK: MESSAGE\" (Slurm, NHC,\n"
+		"                    node-problem-detector)\n"
 		"  --strict          warnings fail too (exit 1)\n"
+		"  --config FILE     settings file (default %s, if it exists);\n"
+		"                    its keys are the long options below, `key = value'\n"
+		"  --expect-gpus N   GPUs this node must have\n"
+		"  --limit SENSOR:C  fail when SENSOR (a label or glob: hotspot, ch0, mem*) is\n"
+		"                    over C °C; repeatable\n"
+		"  --driver-version VER  the NVIDIA driver version this node must run\n"
+		"  --patched DIR     the copy `nvsidecar libcuda patch --out DIR' wrote\n"
+		"  --nvml LIB        NVML to load (default libnvidia-ml.so.1)\n"
+		"  --lib LIB         libcuda to judge (default: the one the loader picks)\n"
+		"  --textfile PATH   also write node_exporter's textfile (a directory gets\n"
+		"                    nvsidecar.prom), atomically\n"
 		"  --pci-dump FILE   judge an `lspci -xxxx' dump instead of this machine\n"
 		"  --gpu-ids LIST    also treat these vendor:device ids as GPUs (tests)\n"
-		"  --patched DIR     check the copy `nvsidecar libcuda patch --out DIR' wrote,\n"
-		"                    by running `nvsidecar libcuda status' on it\n"
 		"\n"
-		"Exit status: 0 every check passed (warnings allowed unless --strict),\n"
-		"1 a check failed (or warned, with --strict): drain the node, 2 usage error\n"
-		"(nvsidecar(8) has the table).\n",
-		PROG_NAME, prog, NVS_TOOL_VERSION);
+		"Exit status, as Nagios plugins and node-problem-detector read it:\n"
+		"0 healthy (warnings allowed unless --strict), 1 unhealthy: a check failed\n"
+		"(or warned, with --strict), drain the node; 2 unknown: usage or settings\n"
+		"error, or the textfile could not be written.\n",
+		PROG_NAME, prog, NVS_TOOL_VERSION, NVS_DOCTOR_CONF);
 }
 
 int doctor_main(int argc, const char *argv[])
 {
-	struct nvs_pci_id ids[MAX_IDS] = { 0 };
-	struct nvs_doctor_opts o = { .ids = ids };
+	struct nvs_doctor_opts *o = malloc(sizeof(*o));
+	const char *config = NULL;
+	bool brief = false, config_given = false;
+	char err[4600], self[4096];
 	struct nvs_checks c;
-	bool strict = false;
 	size_t counts[4] = { 0 };
-	int nids, ret;
+	ssize_t n;
+	int ret;
 
+	if (!o)
+		return out_fail(NVS_EX_USAGE, "Unable to allocate memory");
+	nvs_doctor_opts_init(o);
+	/* The settings file first, so that the command line overrides it. */
 	for (int i = 1; i < argc; ++i) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout, argv[0]);
+			free(o);
 			return NVS_EX_OK;
-		} else if (!strcmp(a, "--json")) {
+		}
+		if (!strcmp(argv[i], "--config")) {
+			if (i + 1 >= argc) {
+				free(o);
+				return out_usage(argv[0], "Missing value for `--config'");
+			}
+			config = argv[++i];
+			config_given = true;
+		}
+	}
+	ret = nvs_doctor_conf_load(o, config ? config : NVS_DOCTOR_CONF, err, sizeof(err));
+	if (ret && (ret != -ENOENT || config_given)) {
+		free(o);
+		return out_usage(argv[0], "%s", err);
+	}
+	for (int i = 1; i < argc; ++i) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--json")) {
 			out_set_json(true);
-		} else if (!strcmp(a, "--strict")) {
-			strict = true;
-		} else if (!v && (!strcmp(a, "--pci-dump") || !strcmp(a, "--patched") || !strcmp(a, "--gpu-ids"))) {
-			return out_usage(argv[0], "Missing value for `%s'", a);
+		} else if (!strcmp(a, "--brief")) {
+			brief = true;
+		} else if (!strcmp(a, "--quick") || !strcmp(a, "--full")) {
+			enum nvs_doctor_mode m = a[2] == 'q' ? NVS_DOCTOR_QUICK : NVS_DOCTOR_FULL;
+
+			if (o->mode != NVS_DOCTOR_DEFAULT && o->mode != m) {
+				free(o);
+				return out_usage(argv[0], "--quick and --full exclude each other");
+			}
+			o->mode = m;
+		} else if (!strcmp(a, "--config")) {
+			i++;
 		} else if (!strcmp(a, "--pci-dump")) {
-			o.pci_dump = argv[++i];
-		} else if (!strcmp(a, "--patched")) {
-			o.patched = argv[++i];
-			if (!*o.patched)
-				return out_usage(argv[0], "Invalid --patched: empty directory name");
-		} else if (!strcmp(a, "--gpu-ids")) {
-			nids = nvs_pci_parse_ids(argv[++i], ids, MAX_IDS);
-			if (nids < 0)
-				return out_usage(argv[0], "Invalid --gpu-ids (expected VID:DID[,VID:DID...]): `%s'",
-						 argv[i]);
-			o.nids = (size_t)nids;
+			if (i + 1 >= argc) {
+				free(o);
+				return out_usage(argv[0], "Missing value for `%s'", a);
+			}
+			o->pci_dump = argv[++i];
+		} else if (!strncmp(a, "--", 2) && nvs_doctor_key_known(a + 2)) {
+			const char *key = a + 2;
+			const char *val = NULL;
+
+			if (nvs_doctor_key_has_value(key)) {
+				if (i + 1 >= argc) {
+					free(o);
+					return out_usage(argv[0], "Missing value for `%s'", a);
+				}
+				val = argv[++i];
+			}
+			ret = nvs_doctor_set(o, key, val, a, err, sizeof(err));
+			if (ret) {
+				free(o);
+				return out_usage(argv[0], "%s", err);
+			}
 		} else {
+			free(o);
 			return out_usage(argv[0], "Invalid argument: `%s'", a);
 		}
 	}
+	if (brief && out_json()) {
+		free(o);
+		return out_usage(argv[0], "--brief and --json exclude each other");
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = 0;
+		o->self = self;
+	}
+	o->root = getenv("NVS_DOCTOR_ROOT");
 	/* A dead pipe reader (head, a killed Slurm script) must not kill us mid-report. */
 	signal(SIGPIPE, SIG_IGN);
 
-	if (nvs_doctor_run(&o, &c))
-		return out_fail(NVS_EX_FAIL, "Unable to record the checks: %s", strerror(ENOMEM));
+	if (nvs_doctor_run(o, &c)) {
+		free(o);
+		return out_fail(NVS_EX_USAGE, "Unable to record the checks: %s", strerror(ENOMEM));
+	}
 	for (size_t i = 0; i < c.n; ++i)
 		counts[c.v[i].res]++;
-	ret = counts[CK_FAIL] || (strict && counts[CK_WARN]) ? NVS_EX_FAIL : NVS_EX_OK;
+	ret = counts[CK_FAIL] || (o->strict && counts[CK_WARN]) ? NVS_EX_FAIL : NVS_EX_OK;
 	out_begin(true);
-	show(&c, counts, ret, strict);
+	if (brief)
+		show_brief(&c, o, counts, ret);
+	else
+		show(&c, o, counts, ret);
 	out_end();
+	if (o->textfile[0] && nvs_doctor_textfile(&c, o, !ret, o->textfile, err, sizeof(err))) {
+		out_note("%s", err);
+		ret = NVS_EX_USAGE;
+	}
 	nvs_checks_free(&c);
+	free(o);
 	return ret;
 }

@@ -26,7 +26,8 @@ static const struct {
 	{ "p2p", p2p_main, "Verifies CUDA peer-to-peer copies and measures them" },
 	{ "nccl-check", nccl_check_main, "Reads NCCL_DEBUG=INFO logs for the transport used" },
 	{ "rdma", rdma_main, "Validates RDMA into GPU memory against host memory" },
-	{ "doctor", doctor_main, "Checks every layer after a driver upgrade" },
+	{ "doctor", doctor_main, "The node's verdict: every layer checked, for people and health checks" },
+	{ "idle-fix", idle_fix_main, "Clears GPUs stuck busy with no process (a CUDA context)" },
 };
 
 static void show_usage(FILE *file)

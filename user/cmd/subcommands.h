@@ -21,5 +21,6 @@ NVS_SUBCOMMAND(p2p);
 NVS_SUBCOMMAND(nccl_check);
 NVS_SUBCOMMAND(rdma);
 NVS_SUBCOMMAND(doctor);
+NVS_SUBCOMMAND(idle_fix);
 
 #endif

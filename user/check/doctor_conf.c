@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * doctor's settings: one table of keys, shared by /etc/nvsidecar/doctor.conf
+ * ("expect-gpus = 8") and the command line ("--expect-gpus 8"), so that a
+ * setting is named and checked the same way in both.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check/doctor.h"
+#include "libnvsidecar.h"
+
+static const char *const keys[] = {
+	"expect-gpus", "limit", "driver-version", "patched", "nvml", "lib", "gpu-ids", "textfile", "strict",
+};
+
+bool nvs_doctor_key_has_value(const char *key)
+{
+	return strcmp(key, "strict") != 0;
+}
+
+bool nvs_doctor_key_known(const char *key)
+{
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); ++i)
+		if (!strcmp(key, keys[i]))
+			return true;
+	return false;
+}
+
+static int set_path(char *dst, size_t len, const char *shown, const char *kind, const char *val, char *err,
+		    size_t errlen)
+{
+	if (!*val || strlen(val) >= len) {
+		snprintf(err, errlen, "Invalid %s: %s", shown, *val ? "path too long" : kind);
+		return -EINVAL;
+	}
+	snprintf(dst, len, "%s", val);
+	return 0;
+}
+
+int nvs_doctor_set(struct nvs_doctor_opts *o, const char *key, const char *val, const char *shown, char *err,
+		   size_t errlen)
+{
+	if (!nvs_doctor_key_known(key)) {
+		snprintf(err, errlen, "Unknown setting `%s' (doctor.conf keys are the long options: expect-gpus, limit, driver-version, patched, nvml, lib, gpu-ids, textfile, strict)",
+			 key);
+		return -ENOENT;
+	}
+	if (!val)
+		val = "";
+	if (!strcmp(key, "expect-gpus")) {
+		uint32_t n;
+
+		if (nvs_parse_u32(val, 0, 64, &n)) {
+			snprintf(err, errlen, "Invalid %s `%s': a number of GPUs, 0 to 64", shown, val);
+			return -EINVAL;
+		}
+		o->expect_gpus = (int)n;
+	} else if (!strcmp(key, "limit")) {
+		const char *colon = strrchr(val, ':');
+		struct nvs_doctor_limit l = { 0 };
+		size_t i;
+
+		if (!colon || colon == val || (size_t)(colon - val) >= sizeof(l.sensor) ||
+		    nvs_parse_celsius(colon + 1, -40000, 200000, &l.mc)) {
+			snprintf(err, errlen, "Invalid %s `%s': SENSOR:CELSIUS, e.g. hotspot:100 or mem*:95.5 (-40 to 200 °C)",
+				 shown, val);
+			return -EINVAL;
+		}
+		snprintf(l.sensor, sizeof(l.sensor), "%.*s", (int)(colon - val), val);
+		/* one limit per sensor name: a later one replaces it */
+		for (i = 0; i < o->nlimits && strcmp(o->limits[i].sensor, l.sensor); ++i)
+			;
+		if (i == o->nlimits) {
+			if (o->nlimits == NVS_DOCTOR_MAX_LIMITS) {
+				snprintf(err, errlen, "Too many limits (at most %d)", NVS_DOCTOR_MAX_LIMITS);
+				return -EINVAL;
+			}
+			o->nlimits++;
+		} else {
+			/* keep the order "last given wins" for overlapping globs */
+			memmove(&o->limits[i], &o->limits[i + 1], (o->nlimits - i - 1) * sizeof(l));
+			i = o->nlimits - 1;
+		}
+		o->limits[i] = l;
+	} else if (!strcmp(key, "driver-version")) {
+		if (!*val || strlen(val) >= sizeof(o->driver_version) || strspn(val, "0123456789.") != strlen(val) ||
+		    !strchr(val, '.')) {
+			snprintf(err, errlen, "Invalid %s `%s': the NVIDIA driver's, e.g. 575.64.03", shown, val);
+			return -EINVAL;
+		}
+		snprintf(o->driver_version, sizeof(o->driver_version), "%s", val);
+	} else if (!strcmp(key, "patched")) {
+		return set_path(o->patched, sizeof(o->patched), shown, "empty directory name", val, err, errlen);
+	} else if (!strcmp(key, "nvml")) {
+		return set_path(o->nvml, sizeof(o->nvml), shown, "empty file name", val, err, errlen);
+	} else if (!strcmp(key, "lib")) {
+		return set_path(o->lib, sizeof(o->lib), shown, "empty file name", val, err, errlen);
+	} else if (!strcmp(key, "textfile")) {
+		return set_path(o->textfile, sizeof(o->textfile), shown, "empty file or directory name", val, err, errlen);
+	} else if (!strcmp(key, "gpu-ids")) {
+		int n = nvs_pci_parse_ids(val, o->ids, sizeof(o->ids) / sizeof(o->ids[0]));
+
+		if (n < 0) {
+			snprintf(err, errlen, "Invalid %s (expected VID:DID[,VID:DID...]): `%s'", shown, val);
+			return -EINVAL;
+		}
+		o->nids = (size_t)n;
+	} else if (!strcmp(key, "strict")) {
+		if (!*val || !strcmp(val, "yes") || !strcmp(val, "true") || !strcmp(val, "1")) {
+			o->strict = true;
+		} else if (!strcmp(val, "no") || !strcmp(val, "false") || !strcmp(val, "0")) {
+			o->strict = false;
+		} else {
+			snprintf(err, errlen, "Invalid %s `%s': yes or no", shown, val);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = 0;
+	return s;
+}
+
+int nvs_doctor_conf_load(struct nvs_doctor_opts *o, const char *path, char *err, size_t errlen)
+{
+	char line[4608], e[512];
+	unsigned int no = 0;
+	FILE *f = fopen(path, "re");
+
+	if (!f) {
+		int ret = -errno;
+
+		snprintf(err, errlen, "Unable to read %s: %s", path, strerror(errno));
+		return ret;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *k, *v, *eq;
+
+		no++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			snprintf(err, errlen, "%s:%u: line too long", path, no);
+			fclose(f);
+			return -EINVAL;
+		}
+		k = line;
+		k[strcspn(k, "#")] = 0;
+		k = trim(k);
+		if (!*k)
+			continue;
+		eq = strchr(k, '=');
+		if (!eq) {
+			snprintf(err, errlen, "%s:%u: expected `key = value', got `%.200s'", path, no, k);
+			fclose(f);
+			return -EINVAL;
+		}
+		*eq = 0;
+		v = trim(eq + 1);
+		k = trim(k);
+		if (nvs_doctor_set(o, k, v, k, e, sizeof(e))) {
+			snprintf(err, errlen, "%s:%u: %s", path, no, e);
+			fclose(f);
+			return -EINVAL;
+		}
+	}
+	fclose(f);
+	return 0;
+}

@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check/idlefix.h"
+#include "common/gpu.h"
+#include "common/io.h"
+#include "sys/cuda.h"
+#include "sys/nvml.h"
+
+#define MAX_STATE 64
+
+static const char *const action_name[] = {
+	[NVS_IF_IDLE] = "idle", [NVS_IF_BUSY] = "busy", [NVS_IF_COUNTING] = "stuck",
+	[NVS_IF_WOULD_FIX] = "would-fix", [NVS_IF_FIXED] = "fixed", [NVS_IF_FIX_FAILED] = "fix-failed",
+	[NVS_IF_UNKNOWN] = "unknown",
+};
+
+const char *nvs_idlefix_action_name(enum nvs_idlefix_action a)
+{
+	return a <= NVS_IF_UNKNOWN ? action_name[a] : "?";
+}
+
+void nvs_idlefix_opts_init(struct nvs_idlefix_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->threshold = 90;
+	o->checks = 3;
+	o->timeout_s = 30;
+	o->state = NVS_IDLEFIX_STATE;
+}
+
+struct entry {
+	char busid[32];
+	unsigned int count;
+};
+
+/* "BUSID COUNT" lines; a missing or garbled file is an empty history. */
+static size_t load_state(const char *path, struct entry *e, size_t max)
+{
+	char line[128];
+	size_t n = 0;
+	FILE *f = fopen(path, "re");
+
+	while (f && n < max && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%31s %u", e[n].busid, &e[n].count) == 2)
+			n++;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+static int save_state(const char *path, const struct nvs_idlefix_result *r, char *err, size_t errlen)
+{
+	char dir[PATH_MAX], buf[MAX_STATE * 48];
+	const char *slash = strrchr(path, '/');
+	size_t len = 0;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path) ? (int)(slash - path) : 1, path);
+	for (size_t i = 0; i < r->n && i < MAX_STATE; ++i)
+		if (r->v[i].count)
+			len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s %u\n", r->v[i].busid, r->v[i].count);
+	return nvs_write_atomic(dir, slash ? slash + 1 : path, buf, len, 0644, err, errlen);
+}
+
+/* mkdir -p of path's directory (/run/nvsidecar is gone after a reboot). */
+static void make_parent(const char *path)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
+		*s = 0;
+		mkdir(p, 0755);
+		*s = '/';
+	}
+}
+
+/*
+ * The child: load libcuda, find the GPU by bus id, create a context and
+ * destroy it. Its own process, so that the driver tears everything down
+ * when it exits, and a call that hangs on a wedged GPU is killed.
+ */
+static void __attribute__((noreturn)) child(const struct nvs_idlefix_opts *o, const char *busid, int wfd)
+{
+	struct nvs_cuda cu;
+	char err[4400], id[64], e[160];
+	CUcontext ctx = NULL;
+	int ndev = 0;
+	CUresult r;
+
+	if (nvs_cuda_load(&cu, o->lib, err, sizeof(err))) {
+		dprintf(wfd, "%s", err);
+		_exit(1);
+	}
+	if (!cu.cuCtxCreate_v2 || !cu.cuCtxDestroy_v2 || !cu.cuDeviceGetPCIBusId) {
+		dprintf(wfd, "%s has no cuCtxCreate_v2, cuCtxDestroy_v2 or cuDeviceGetPCIBusId", cu.path);
+		_exit(1);
+	}
+	r = cu.cuInit(0);
+	if (r == CUDA_SUCCESS)
+		r = cu.cuDeviceGetCount(&ndev);
+	if (r != CUDA_SUCCESS) {
+		dprintf(wfd, "cuInit: %s", nvs_cuda_strerror(&cu, r, e, sizeof(e)));
+		_exit(1);
+	}
+	for (int d = 0; d < ndev; ++d) {
+		CUdevice dev;
+
+		if (cu.cuDeviceGet(&dev, d) != CUDA_SUCCESS ||
+		    cu.cuDeviceGetPCIBusId(id, sizeof(id), dev) != CUDA_SUCCESS || !nvs_same_busid(id, busid))
+			continue;
+		r = cu.cuCtxCreate_v2(&ctx, 0, dev);
+		if (r != CUDA_SUCCESS) {
+			dprintf(wfd, "cuCtxCreate: %s", nvs_cuda_strerror(&cu, r, e, sizeof(e)));
+			_exit(1);
+		}
+		r = cu.cuCtxDestroy_v2(ctx);
+		if (r != CUDA_SUCCESS) {
+			dprintf(wfd, "cuCtxDestroy: %s", nvs_cuda_strerror(&cu, r, e, sizeof(e)));
+			_exit(1);
+		}
+		_exit(0);
+	}
+	dprintf(wfd, "CUDA has no device at %s (%d device(s))", busid, ndev);
+	_exit(1);
+}
+
+static bool fix_gpu(const struct nvs_idlefix_opts *o, const char *busid, char *msg, size_t len)
+{
+	struct timespec t0, t;
+	int p[2], st = 0;
+	size_t n = 0;
+	pid_t pid;
+
+	msg[0] = 0;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		snprintf(msg, len, "pipe: %s", strerror(errno));
+		return false;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		snprintf(msg, len, "fork: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return false;
+	}
+	if (!pid) {
+		close(p[0]);
+		child(o, busid, p[1]);
+	}
+	close(p[1]);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct pollfd pf = { p[0], POLLIN, 0 };
+		long left;
+		ssize_t r;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		left = (long)o->timeout_s * 1000 - ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			close(p[0]);
+			snprintf(msg, len, "creating the context did not finish in %u s (the GPU may be wedged: `nvidia-smi', `dmesg' for Xid)",
+				 o->timeout_s);
+			return false;
+		}
+		if (poll(&pf, 1, (int)left) < 0 && errno != EINTR)
+			break;
+		if (!(pf.revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		r = read(p[0], msg + n, len - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		msg[n] = 0;
+		if (n >= len - 1)
+			break;
+	}
+	close(p[0]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(st) && !WEXITSTATUS(st))
+		return true;
+	if (!msg[0])
+		snprintf(msg, len, "the context child %s %d", WIFSIGNALED(st) ? "died from signal" : "exited",
+			 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	return false;
+}
+
+int nvs_idlefix_run(const struct nvs_idlefix_opts *o, struct nvs_idlefix_result *r, char *err, size_t errlen)
+{
+	struct entry prev[MAX_STATE];
+	struct nvs_nvml_gpu *g = NULL;
+	struct nvs_nvml n;
+	char lock[PATH_MAX];
+	size_t np, ng = 0;
+	int lfd, ret;
+
+	memset(r, 0, sizeof(*r));
+	ret = nvs_nvml_open(&n, o->nvml, err, errlen);
+	if (ret)
+		return ret;
+	ret = nvs_nvml_gpus(&n, &g, &ng, err, errlen);
+	nvs_nvml_close(&n);
+	if (ret)
+		return ret;
+
+	/* one run at a time: the timer and an admin by hand would both count */
+	make_parent(o->state);
+	snprintf(lock, sizeof(lock), "%s.lock", o->state);
+	lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (lfd < 0 || flock(lfd, LOCK_EX | LOCK_NB) < 0) {
+		ret = lfd < 0 ? -errno : -EBUSY;
+		snprintf(err, errlen, "%s %s: %s", lfd < 0 ? "Unable to open" : "Another idle-fix holds", lock,
+			 lfd < 0 ? strerror(errno) : "try again later");
+		if (lfd >= 0)
+			close(lfd);
+		free(g);
+		return ret;
+	}
+	np = load_state(o->state, prev, MAX_STATE);
+	r->v = calloc(ng ? ng : 1, sizeof(*r->v));
+	if (!r->v) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "%s", strerror(ENOMEM));
+		goto out;
+	}
+	r->n = ng;
+	openlog("nvsidecar-idle-fix", LOG_PID, LOG_DAEMON);
+	for (size_t i = 0; i < ng; ++i) {
+		struct nvs_idlefix_gpu *x = &r->v[i];
+		unsigned int before = 0;
+
+		snprintf(x->busid, sizeof(x->busid), "%s", g[i].busid);
+		x->util = g[i].util;
+		x->procs = g[i].procs;
+		x->power_mw = g[i].power_mw;
+		x->power_ok = g[i].power_ok;
+		for (size_t k = 0; k < np; ++k)
+			if (nvs_same_busid(prev[k].busid, x->busid))
+				before = prev[k].count;
+		if (!g[i].util_ok || !g[i].procs_ok || !x->busid[0]) {
+			x->action = NVS_IF_UNKNOWN;
+			snprintf(x->msg, sizeof(x->msg), "%s", g[i].err[0] ? g[i].err : "NVML did not answer");
+			continue;
+		}
+		if (x->procs) {
+			x->action = NVS_IF_BUSY;
+			continue;
+		}
+		if (x->util < o->threshold) {
+			x->action = NVS_IF_IDLE;
+			continue;
+		}
+		x->count = before + 1;
+		if (x->count < o->checks) {
+			x->action = NVS_IF_COUNTING;
+			continue;
+		}
+		if (o->dry_run) {
+			x->action = NVS_IF_WOULD_FIX;
+			syslog(LOG_INFO, "%s at %u%% utilisation with no process for %u checks: would create and destroy a CUDA context (--dry-run)",
+			       x->busid, x->util, x->count);
+			continue;
+		}
+		if (fix_gpu(o, x->busid, x->msg, sizeof(x->msg))) {
+			char pw[32] = "";
+
+			if (x->power_ok)
+				snprintf(pw, sizeof(pw), " and %u W", x->power_mw / 1000);
+			x->action = NVS_IF_FIXED;
+			syslog(LOG_NOTICE, "%s at %u%% utilisation%s with no process for %u checks: created and destroyed a CUDA context",
+			       x->busid, x->util, pw, x->count);
+		} else {
+			x->action = NVS_IF_FIX_FAILED;
+			syslog(LOG_WARNING, "%s at %u%% utilisation with no process for %u checks: creating a CUDA context failed: %s",
+			       x->busid, x->util, x->count, x->msg);
+		}
+		/* judged afresh from the next run on */
+		x->count = 0;
+	}
+	closelog();
+	ret = save_state(o->state, r, err, errlen);
+	if (ret)
+		nvs_idlefix_free(r);
+out:
+	close(lfd);
+	free(g);
+	return ret;
+}
+
+void nvs_idlefix_free(struct nvs_idlefix_result *r)
+{
+	free(r->v);
+	memset(r, 0, sizeof(*r));
+}
