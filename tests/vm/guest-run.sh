@@ -50,11 +50,17 @@ nvs_write_gpu_map >"$NVS_OUT/gpus"
 # run_one NAME FILE: one file in its own process group, time-limited.
 run_one() {
 	local name=$1 file=$2 rc pid t0=$SECONDS
-	# NVS_LANE_SKIP: "file|reason" entries the lane leaves out (lanes.sh).
-	if [[ -n ${NVS_LANE_SKIP:-} && " ${NVS_LANE_SKIP%%|*} " == *" ${file##*/} "* ]]; then
-		t_skip "$name" "${NVS_LANE_SKIP#*|}"
-		return
-	fi
+	# NVS_LANE_SKIP: "files|reason;files|reason" groups the lane leaves
+	# out (lanes.sh), each file named once with the reason it is left out.
+	local group rest=${NVS_LANE_SKIP:-}
+	while [[ -n $rest ]]; do
+		group=${rest%%;*}
+		[[ $rest == *';'* ]] && rest=${rest#*;} || rest=
+		if [[ " ${group%%|*} " == *" ${file##*/} "* ]]; then
+			t_skip "$name" "${group#*|}"
+			return
+		fi
+	done
 	dmesg_mark "begin $name"
 	echo "== $name"
 	# BASH_ENV sources guest-lib.sh into the file (and any bash it starts).
