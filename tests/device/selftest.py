@@ -127,11 +127,11 @@ put("probe.json", PROBE)
 put("probe.rc", "0")
 case("probe-bar1", device.s_module_probe, "PASS", "gpu0 0000:01:00.0: exit 0, exporter nvidia, importer 0000:01:00.0, 1 entries, "
      "32 MiB mapped, verdict bar1 (BAR1 0x38000000000 + 256 GiB), p2p allowed")
-put("probe.json", dict(PROBE, ok=False, exit_code=7, verdict="system-ram"))
+put("probe.json", dict(PROBE, ok=False, exit_code=8, verdict="system-ram"))
+put("probe.rc", "8")
+case("probe-not-bar1", device.s_module_probe, "FAIL", "exit 8, exporter nvidia")
+put("probe.json", dict(PROBE, ok=False, exit_code=7, step="map", errno=22, error="Invalid argument", verdict="unknown"))
 put("probe.rc", "7")
-case("probe-not-bar1", device.s_module_probe, "FAIL", "exit 7, exporter nvidia")
-put("probe.json", dict(PROBE, ok=False, exit_code=6, step="map", errno=22, error="Invalid argument", verdict="unknown"))
-put("probe.rc", "6")
 case("probe-refused", device.s_module_probe, "FAIL", "failed at step map: Invalid argument")
 status([])
 put("verify.json", {"lib": "/opt/stand-in/libcuda.so.1", "driver_version": 13000, "devices": 1, "device": 0,
@@ -157,19 +157,19 @@ case("rdma-host-verified", device.s_rdma_host, "PASS", "loopback on mlx5_0, host
 put("rdma.json", dict(RDMA, results=[dict(ROWS[0], verified=49)], ok=False, exit=1, error="transfer 7: byte 12 is 0x00, want 0x5a"))
 put("rdma.rc", "1")
 case("rdma-host-corrupt", device.s_rdma_host, "FAIL", "exited 1: transfer 7: byte 12 is 0x00")
-put("rdma.json", dict(RDMA, results=[], ok=False, exit=3, error="ibv_reg_dmabuf_mr on mlx5_0, 67108864 bytes: EOPNOTSUPP "
+put("rdma.json", dict(RDMA, results=[], ok=False, exit=7, error="ibv_reg_dmabuf_mr on mlx5_0, 67108864 bytes: EOPNOTSUPP "
                       "(Operation not supported, 95): this RDMA driver cannot take dma-buf MRs"))
-put("rdma.rc", "3")
-case("rdma-cuda-real-nic-refused", device.s_rdma_cuda, "FAIL", "with cuda-dmabuf memory exited 3: ibv_reg_dmabuf_mr on mlx5_0")
+put("rdma.rc", "7")
+case("rdma-cuda-real-nic-refused", device.s_rdma_cuda, "FAIL", "with cuda-dmabuf memory exited 7: ibv_reg_dmabuf_mr on mlx5_0")
 shutil.rmtree(os.path.join(device.IB_CLASS, "mlx5_0"))
 os.makedirs(os.path.join(device.IB_CLASS, "rxe0", "ports", "1"))
 put(os.path.join(device.IB_CLASS, "rxe0", "ports", "1", "state"), "4: ACTIVE\n")
-put("rdma.json", dict(RDMA, device="rxe0", results=[], ok=False, exit=3, error="ibv_reg_dmabuf_mr on rxe0, 8388608 bytes: "
+put("rdma.json", dict(RDMA, device="rxe0", results=[], ok=False, exit=7, error="ibv_reg_dmabuf_mr on rxe0, 8388608 bytes: "
                       "EOPNOTSUPP (Operation not supported, 95): this RDMA driver cannot take dma-buf MRs"))
 case("rdma-cuda-soft-roce-refused", device.s_rdma_cuda, "SKIP", "soft-RoCE (rxe0) cannot register dma-buf memory")
-put("rdma.json", dict(RDMA, device="rxe0", results=[], ok=False, exit=3, error="ibv_reg_dmabuf_mr on rxe0, 8388608 bytes: "
+put("rdma.json", dict(RDMA, device="rxe0", results=[], ok=False, exit=7, error="ibv_reg_dmabuf_mr on rxe0, 8388608 bytes: "
                       "EINVAL (Invalid argument, 22): the dma-buf was refused"))
-case("rdma-cuda-soft-roce-einval", device.s_rdma_cuda, "FAIL", "exited 3: ibv_reg_dmabuf_mr on rxe0")
+case("rdma-cuda-soft-roce-einval", device.s_rdma_cuda, "FAIL", "exited 7: ibv_reg_dmabuf_mr on rxe0")
 
 argv = open(os.path.join(tmp, "argv")).read()
 if "dmabuf probe --gpu 0 --lib /opt/stand-in/libcuda.so.1 --size 33554432 --json" not in argv or \

@@ -31,6 +31,7 @@ unset LD_LIBRARY_PATH
 
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 field() { awk -F'\t' -v k="$1" '$1 == k { print $2; exit }'; }
+jfield() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get(sys.argv[1]))' "$1"; }
 
 [[ -x $bin ]] || { t_fail libcuda-binary "no helper at $bin (run make user)"; exit 0; }
 
@@ -136,14 +137,14 @@ got=$(grep '^rewrite' <<<"$dump" | cut -f3 | paste -sd'|')
 
 # Refusals, with the reason
 status "$fx/ambiguous/libcuda.so.555.42.04"
-[[ $rc == 7 && $(verdict) == unsupported-layout && $(field reason <<<"$dump") == *Ambiguous* ]] &&
+[[ $rc == 2 && $(verdict) == unsupported-layout && $(field reason <<<"$dump") == *Ambiguous* ]] &&
 	t_pass libcuda-ambiguous-refused || t_fail libcuda-ambiguous-refused "rc $rc: $(field reason <<<"$dump")"
 status "$fx/unprovable/libcuda.so.555.42.05"
-[[ $rc == 7 && $(verdict) == unsupported-layout && $(field reason <<<"$dump") == *"no proven same-length rewrite"* ]] &&
+[[ $rc == 2 && $(verdict) == unsupported-layout && $(field reason <<<"$dump") == *"no proven same-length rewrite"* ]] &&
 	t_pass libcuda-unprovable-refused || t_fail libcuda-unprovable-refused "rc $rc: $(field reason <<<"$dump")"
 refused() {	# refused NAME LIB PATTERN: exit 2, unsupported-layout, the reason says PATTERN, no plan
 	status "$2"
-	[[ $rc == 7 && $(verdict) == unsupported-layout && $(field reason <<<"$dump") == *"$3"* ]] &&
+	[[ $rc == 2 && $(verdict) == unsupported-layout && $(field reason <<<"$dump") == *"$3"* ]] &&
 		! grep -q '^rewrite' <<<"$dump" && t_pass "libcuda-$1-refused" ||
 		t_fail "libcuda-$1-refused" "rc $rc, verdict $(verdict): $(field reason <<<"$dump")"
 }
@@ -156,7 +157,7 @@ refused nearptr "$fx/nearptr/libcuda.so.555.42.17" "below the capability byte"
 before=$(sha "$fx/unprovable/libcuda.so.555.42.05")
 "$bin" libcuda patch --lib "$fx/unprovable/libcuda.so.555.42.05" --out "$work" >/dev/null 2>"$work/err"
 rc=$?
-[[ $rc == 7 && ! -e $work/libcuda.so.555.42.05 && $(sha "$fx/unprovable/libcuda.so.555.42.05") == "$before" ]] &&
+[[ $rc == 2 && ! -e $work/libcuda.so.555.42.05 && $(sha "$fx/unprovable/libcuda.so.555.42.05") == "$before" ]] &&
 	grep -q 'Refusing to patch' "$work/err" &&
 	t_pass libcuda-unprovable-patch-refused || t_fail libcuda-unprovable-patch-refused "rc $rc: $(cat "$work/err")"
 
@@ -363,7 +364,7 @@ else
 fi
 bad missing 2 "Unable to find" "$abin" libcuda status --lib "$work/nonexistent.so"
 gcc -shared -fPIC -o "$work/nocuda.so" -x c - <<<'int cuInit(unsigned f) { return f; }'
-bad no-export 7 "cuDeviceGetAttribute is not exported" "$abin" libcuda status --lib "$work/nocuda.so"
+bad no-export 2 "cuDeviceGetAttribute is not exported" "$abin" libcuda status --lib "$work/nocuda.so"
 # Section headers are optional for the loader and for us: analysis must not change.
 cp "$fx/590/libcuda.so.590.48.01" "$work/nosect.so"
 printf '\0\0\0\0\0\0\0\0' | dd of="$work/nosect.so" bs=1 seek=40 conv=notrunc status=none
@@ -376,7 +377,30 @@ if ! readelf -S "$work/nosect.so" 2>&1 | grep -q '\.text'; then
 else
 	t_fail libcuda-bad-stripped-sections "could not strip the section headers"
 fi
-bad already-patched 7 "already patched" "$abin" libcuda patch --lib "$work/out-590/libcuda.so.590.48.01" --out "$work"
+# The gate is already open: nothing to do (exit 0), nothing written, the original named.
+ap=$work/already
+mkdir -p "$ap"
+"$abin" libcuda patch --lib "$work/out-590/libcuda.so.590.48.01" --out "$ap" >"$work/log" 2>&1
+rc=$?
+[[ $rc == 0 && -z $(ls -A "$ap") ]] && grep -q "^Nothing to do: .* is already patched (.*); no copy written to $ap" "$work/log" &&
+	grep -q "patch the original library $fx/590/libcuda.so.590.48.01 " "$work/log" && ! grep -q Sanitizer "$work/log" &&
+	t_pass libcuda-already-patched-copy || t_fail libcuda-already-patched-copy "rc $rc: $(head -c 400 "$work/log")"
+js=$("$abin" libcuda patch --json --lib "$work/out-590/libcuda.so.590.48.01" --out "$ap" 2>"$work/err")
+rc=$?
+[[ $rc == 0 && $(jfield result <<<"$js") == already-patched && $(jfield verdict <<<"$js") == patched &&
+	$(jfield output <<<"$js") == None && -z $(ls -A "$ap") ]] &&
+	t_pass libcuda-already-patched-json || t_fail libcuda-already-patched-json "rc $rc: $js $(cat "$work/err")"
+# patched by another tool, in place: nothing to do, no backup taken, the file untouched
+fo=$work/foreign
+mkdir -p "$fo"
+cp "$work/out-590/libcuda.so.590.48.01" "$fo/"
+before=$(sha "$fo/libcuda.so.590.48.01")
+"$abin" libcuda patch --in-place --lib "$fo/libcuda.so.590.48.01" --state-dir "$fo-state" >"$work/log" 2>&1
+rc=$?
+[[ $rc == 0 && $(sha "$fo/libcuda.so.590.48.01") == "$before" && -z $(ls -A "$fo-state" 2>/dev/null) ]] &&
+	grep -q "^Nothing to do: .* by another tool or by hand: .* so \`restore' cannot undo it" "$work/log" &&
+	t_pass libcuda-already-patched-in-place-foreign ||
+	t_fail libcuda-already-patched-in-place-foreign "rc $rc: $(head -c 400 "$work/log")"
 bad bad-option 2 "Invalid argument" "$abin" libcuda status --frobnicate
 bad bad-command 2 "Invalid libcuda command" "$abin" libcuda frob
 
@@ -448,7 +472,6 @@ timings=$NVS_BUILD/libcuda-real-times.txt
 : >"$timings"
 declare -A tested=() branches=()
 real_libs=()
-jfield() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get(sys.argv[1]))' "$1"; }
 
 # real_build NAME LIB BRANCH PINNED: status against the table, patch, the
 # patched copy's status, in place and restore, and the library run with no
@@ -472,7 +495,7 @@ real_build() {
 	if [[ $v == unsupported-layout ]]; then
 		mkdir -p "$work/$name-refused"
 		"$bin" libcuda patch --lib "$lib" --out "$work/$name-refused" >/dev/null 2>"$work/err"
-		[[ $rc == 7 && $? == 7 && -z $(ls -A "$work/$name-refused") ]] && t_pass "$name-refused" ||
+		[[ $rc == 2 && $? == 2 && -z $(ls -A "$work/$name-refused") ]] && t_pass "$name-refused" ||
 			t_fail "$name-refused" "status rc $rc, patch wrote $(ls -A "$work/$name-refused")"
 		((pinned)) || t_skip "$name-hand-read-table" "not in tests/libcuda/real-builds.tsv and refused ($(jfield reason <<<"$js")); read it with tests/libcuda/handread.sh and add a row"
 		return

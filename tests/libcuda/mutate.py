@@ -12,7 +12,7 @@ the mutation alone (never from the tool's output):
 
   refuse-only   the code around the store is no longer decodable, or the
                 byte gets a value no same-length rewrite can fix: the only
-                right answer is a refusal (exit 7, unsupported-layout);
+                right answer is a refusal (exit 2, unsupported-layout);
   plan          a plan is right when it holds every required rewrite, each
                 checked by evaluating the rewritten instruction, and nothing
                 but the optional ones besides; a refusal is also accepted.
@@ -34,7 +34,7 @@ import sys
 import tempfile
 
 MASK = 0x20
-EX_REFUSED = 7		# nvsidecar(8), EXIT STATUS: refused
+EX_UNUSABLE = 2		# nvsidecar(8), EXIT STATUS: an input that cannot be used
 
 
 def elf_segments(data):
@@ -208,7 +208,7 @@ def judge(m, rc, doc, err):
     if doc is None or 'Sanitizer' in err:
         return 'error', 'rc %d, no JSON document: %s' % (rc, err.strip()[:300])
     verdict = doc.get('verdict')
-    if rc == EX_REFUSED and verdict == 'unsupported-layout':
+    if rc == EX_UNUSABLE and verdict == 'unsupported-layout':
         return 'refused', doc.get('reason', '')[:200]
     if rc != 0:
         return 'error', 'rc %d, verdict %s: %s' % (rc, verdict, err.strip()[:300])

@@ -41,11 +41,12 @@ struct opts {
 };
 
 static const char *exit_codes =
-	"Exit codes (nvsidecar(8) has the table): 0 done; 1 failed (I/O error, no\n"
-	"backup to restore); 2 invalid arguments or an input that is not a usable\n"
-	"libcuda; 3 no libcuda or no CUDA driver or device; 4 permission denied;\n"
-	"6 (verify) the gate is closed; 7 refused (unsupported or unprovable layout,\n"
-	"or input already patched); 9 a patched copy is stale.\n";
+	"Exit codes (nvsidecar(8) has the table): 0 done, or nothing to do (patch of\n"
+	"a library whose gate is already open); 1 failed (I/O error, no backup to\n"
+	"restore); 2 invalid arguments, an input that is not a usable libcuda, or a\n"
+	"refused layout (unsupported-layout: no provable patch; the reason is\n"
+	"printed); 3 no libcuda or no CUDA driver or device; 4 permission denied;\n"
+	"6 (verify) the gate is closed; 9 a patched copy is stale.\n";
 
 static void usage(FILE *f, const char *sub)
 {
@@ -390,7 +391,7 @@ static int cmd_status(const struct opts *o)
 	if (out_end() < 0)
 		ret = NVS_EX_FAIL;
 	else
-		ret = lc_report_stale(r) ? NVS_EX_STALE : r->v == LC_UNSUPPORTED ? NVS_EX_REFUSED : NVS_EX_OK;
+		ret = lc_report_stale(r) ? NVS_EX_STALE : r->v == LC_UNSUPPORTED ? NVS_EX_USAGE : NVS_EX_OK;
 	if (r->v == LC_UNSUPPORTED)
 		out_note("Unsupported libcuda layout in `%s': %s", path, r->why);
 	for (size_t i = 0; i < r->nstale; ++i)
@@ -432,10 +433,25 @@ static int cmd_patch(const struct opts *o)
 		out_text("Undo with `%s libcuda restore --lib %s'\n", PROG_NAME, path);
 		return out_end() < 0 ? NVS_EX_FAIL : NVS_EX_OK;
 	}
-	if (ret) {
+	if (ret == -EALREADY) {
+		/* the gate is already open: nothing to write, and not an error */
 		lc_patch_result_free(&res);
-		return out_fail(ret == -EALREADY || ret == -EPROTONOSUPPORT ? NVS_EX_REFUSED : exit_for(ret),
-				"%s", err);
+		out_begin(isatty(STDOUT_FILENO));
+		out_str(OUT_JSON, "result", NULL, !strcmp(res.verdict, "patched") ? "already-patched" : res.verdict);
+		out_str(OUT_JSON, "mode", NULL, res.in_place ? "in-place" : "copy");
+		out_str(OUT_JSON, "source", NULL, res.source);
+		out_str(OUT_JSON, "source_sha256", NULL, res.source_sha256);
+		out_str(OUT_JSON, "driver_version", NULL, res.driver_version);
+		out_str(OUT_JSON, "verdict", NULL, res.verdict);
+		out_str(OUT_JSON, "reason", NULL, res.reason);
+		out_null("output");
+		out_str(OUT_TEXT, NULL, "%s\n", err);
+		return out_end() < 0 ? NVS_EX_FAIL : NVS_EX_OK;
+	}
+	if (ret) {
+		/* -EPROTONOSUPPORT: no provable patch for this layout, an input we cannot use */
+		lc_patch_result_free(&res);
+		return out_fail(ret == -EPROTONOSUPPORT ? NVS_EX_USAGE : exit_for(ret), "%s", err);
 	}
 	out_begin(isatty(STDOUT_FILENO));
 	out_str(OUT_JSON, "result", NULL, res.up_to_date ? "up-to-date" : "patched");

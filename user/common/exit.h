@@ -20,8 +20,8 @@ enum nvs_exit {
 	NVS_EX_GATE = 6,
 	/*
 	 * a component refused: the dma-buf exporter refused the importer, the
-	 * NIC refused the memory registration, libcuda's code is not provably
-	 * patchable or is already patched
+	 * NIC refused the memory registration (a libcuda with no provable
+	 * patch is an input that cannot be used: NVS_EX_USAGE)
 	 */
 	NVS_EX_REFUSED = 7,
 	NVS_EX_NOT_BAR1 = 8,	/* GPU memory was mapped, but not through BAR1 */

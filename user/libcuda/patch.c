@@ -274,6 +274,20 @@ static int patch_in_place(const struct lc_report *r, const char *state, const ui
 	return 0;
 }
 
+/*
+ * The gate is already open (patched, or not needed): nothing to write. Not
+ * a refusal: the library the admin named already does what patching is for.
+ */
+static int already(const struct lc_report *r, struct lc_patch_result *res)
+{
+	snprintf(res->source, sizeof(res->source), "%s", r->path);
+	snprintf(res->source_sha256, sizeof(res->source_sha256), "%s", r->sha);
+	snprintf(res->driver_version, sizeof(res->driver_version), "%s", r->version);
+	snprintf(res->reason, sizeof(res->reason), "%s", r->why);
+	res->verdict = lc_verdict_name(r->v);
+	return -EALREADY;
+}
+
 int lc_patch(const char *path, const char *out, const char *state, struct lc_patch_result *res,
 	     char *err, size_t errlen)
 {
@@ -319,16 +333,23 @@ int lc_patch(const char *path, const char *out, const char *state, struct lc_pat
 				goto out;
 			}
 		}
-		ret = -EALREADY;
-		snprintf(err, errlen, "Refusing to patch `%s' in place: it is already patched (%s), but %s records no in-place patch of this file; restore the original library first",
+		ret = already(r, res);
+		snprintf(err, errlen, "Nothing to do: `%s' is already patched (%s), by another tool or by hand: %s records no in-place patch of it, so `restore' cannot undo it",
 			 path, r->why, state);
 		goto out;
 	}
-	ret = -EALREADY;
 	if (r->v == LC_PATCHED || r->v == LC_NOT_NEEDED) {
-		snprintf(err, errlen, "Refusing to patch `%s': it is already %s (%s); patch the original library instead%s%s",
-			 path, lc_verdict_name(r->v), r->why, r->have_beside ? ": " : "",
-			 r->have_beside ? r->beside.source : "");
+		/* our own copy handed back as the input: name the original */
+		bool ours = r->have_beside && !strcmp(r->beside.output_sha256, r->sha);
+
+		ret = already(r, res);
+		if (!out)
+			snprintf(err, errlen, "Nothing to do: `%s' is already %s (%s)", path,
+				 lc_verdict_name(r->v), r->why);
+		else
+			snprintf(err, errlen, "Nothing to do: `%s' is already %s (%s); no copy written to %s. Load it as it is, or patch the original library%s%s to get a copy with a manifest",
+				 path, lc_verdict_name(r->v), r->why, out, ours ? " " : "",
+				 ours ? r->beside.source : "");
 		goto out;
 	}
 	ret = -EINVAL;

@@ -26,6 +26,8 @@ struct lc_patch_result {
 	char outdir[PATH_MAX];		/* copies only */
 	char backup[PATH_MAX];		/* in place only */
 	char created[40];		/* -EEXIST: when the in-place patch was made */
+	const char *verdict;		/* -EALREADY: "patched" or "not-needed" */
+	char reason[768];		/* -EALREADY: why the analysis says so */
 	char version_mismatch[192];	/* the file name names another driver version */
 	char removed[PATH_MAX + 160];	/* copies: the previous driver's copy, removed */
 	struct lc_msite *sites;
@@ -37,10 +39,11 @@ struct lc_patch_result {
  * the directory out, or in place when out is NULL (state: where backups and
  * in-place manifests live). Returns 0, or with a message in err:
  * -EEXIST (in place: already patched in place by nvsidecar; res says when
- * and where the backup is), -EALREADY (already patched otherwise, or not
- * needed), -EPROTONOSUPPORT (no proven
- * patch for this layout), -EINVAL (the driver version cannot be told, or
- * the output would overwrite the source), another -errno (I/O).
+ * and where the backup is), -EALREADY (the gate is already open: patched
+ * otherwise, or not needed; nothing was written, err says so and res has
+ * the source, verdict and reason), -EPROTONOSUPPORT (no proven patch for
+ * this layout), -EINVAL (the driver version cannot be told, or the output
+ * would overwrite the source), another -errno (I/O).
  */
 int lc_patch(const char *path, const char *out, const char *state, struct lc_patch_result *res,
 	     char *err, size_t errlen);
