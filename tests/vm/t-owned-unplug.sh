@@ -53,7 +53,10 @@ g=2 b=$(sim_bdf 2)
 done) &
 lpid=$!
 own_trap $g
-own_set remove_delay_ms 3000
+# remove() is held long enough for the reads below to land inside it: 3 s,
+# 12 s under KASAN, where a dump and two sysfs reads can take seconds and
+# a remove() that finished early made the check read a removed device.
+own_set remove_delay_ms $((OWN_DEBUG ? 12000 : 3000))
 rs=$(<"$OWN_PARAMS/removes_started")
 sim_unplug $g >"$work/unplug" 2>&1 &
 upid=$!
