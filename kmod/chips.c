@@ -118,16 +118,17 @@ static const struct nvs_chip_window gb20x_windows[] = {
 	WIN(GB20X_CH(0), GB20X_DIE_LEN),
 };
 
-#define ADA_HEAD(mem)							\
+#define ADA_HOT								\
 	{ .label = "hotspot", .off = ADA_HOTSPOT,			\
-	  .decode = NVS_DEC_ADA_HOTSPOT, .kind = NVS_KIND_DIE },	\
+	  .decode = NVS_DEC_ADA_HOTSPOT, .kind = NVS_KIND_DIE }
+#define ADA_JUNCTION(mem)						\
 	{ .label = "mem", .off = mem,					\
 	  .decode = NVS_DEC_ADA_MEM, .kind = NVS_KIND_MEM }
 
 /* Boards without readable memory modules (GDDR6): hotspot and junction. */
 #define ADA_SENSORS(name, mem)						\
 static const struct nvs_chip_sensor name##_sensors[] = {		\
-	ADA_HEAD(mem),							\
+	ADA_HOT, ADA_JUNCTION(mem),					\
 };									\
 static const struct nvs_chip_window name##_windows[] = {		\
 	WIN(ADA_HOTSPOT, 4), WIN(mem, 4),				\
@@ -144,7 +145,7 @@ ADA_SENSORS(ga104, GA104_MEM);
  * read 0xBADFxxxx and are hidden. "mem" stays the junction register.
  */
 static const struct nvs_chip_sensor g6x12_sensors[] = {
-	ADA_HEAD(ADA_MEM),
+	ADA_HOT, ADA_JUNCTION(ADA_MEM),
 	MEMMOD(0), MEMMOD(1), MEMMOD(2), MEMMOD(3), MEMMOD(4), MEMMOD(5),
 	MEMMOD(6), MEMMOD(7), MEMMOD(8), MEMMOD(9), MEMMOD(10), MEMMOD(11),
 };
@@ -156,7 +157,7 @@ static const struct nvs_chip_window g6x12_windows[] = {
 };
 
 static const struct nvs_chip_sensor g6x8_sensors[] = {
-	ADA_HEAD(ADA_MEM),
+	ADA_HOT, ADA_JUNCTION(ADA_MEM),
 	MEMMOD(0), MEMMOD(1), MEMMOD(2), MEMMOD(3),
 	MEMMOD(4), MEMMOD(5), MEMMOD(6), MEMMOD(7),
 };
@@ -168,7 +169,7 @@ static const struct nvs_chip_window g6x8_windows[] = {
 };
 
 static const struct nvs_chip_sensor g6x6_sensors[] = {
-	ADA_HEAD(ADA_MEM),
+	ADA_HOT, ADA_JUNCTION(ADA_MEM),
 	MEMMOD(0), MEMMOD(1), MEMMOD(2), MEMMOD(3), MEMMOD(4), MEMMOD(5),
 };
 
