@@ -35,8 +35,7 @@ user_ignore+=,LONG_LINE,LONG_LINE_STRING,FILE_PATH_CHANGES,CONST_STRUCT,PREFER_P
 skip='^user/sys/cuda\.[ch]$'
 # Files whose findings are owned by another open issue: reported, but they
 # do not fail the check until that work lands (then empty this list).
-# user/libcuda/: issue 15.
-pending='^user/libcuda/'
+pending=
 
 fail=0
 run() {

@@ -67,17 +67,48 @@ static bool eh_read(const struct lc_elf *e, uint8_t enc, uint64_t *pos, uint64_t
 	if (enc == 0xff)
 		return false;
 	switch (enc & 0x0f) {
-	case 0x03: { uint32_t x; if (!rd(e, *pos, &x, 4)) return false; v = x; *pos += 4; break; }
-	case 0x0b: { int32_t x; if (!rd(e, *pos, &x, 4)) return false; v = x; *pos += 4; break; }
-	case 0x04: case 0x0c: { int64_t x; if (!rd(e, *pos, &x, 8)) return false; v = x; *pos += 8; break; }
+	case 0x03: {
+		uint32_t x;
+
+		if (!rd(e, *pos, &x, 4))
+			return false;
+		v = x;
+		*pos += 4;
+		break;
+	}
+	case 0x0b: {
+		int32_t x;
+
+		if (!rd(e, *pos, &x, 4))
+			return false;
+		v = x;
+		*pos += 4;
+		break;
+	}
+	case 0x04:
+	case 0x0c: {
+		int64_t x;
+
+		if (!rd(e, *pos, &x, 8))
+			return false;
+		v = x;
+		*pos += 8;
+		break;
+	}
 	default:
 		return false;
 	}
 	switch (enc & 0x70) {
-	case 0x00: break;
-	case 0x10: v += (int64_t)(*pos - ((enc & 0x0f) == 0x04 || (enc & 0x0f) == 0x0c ? 8 : 4)); break;
-	case 0x30: v += (int64_t)base; break;
-	default: return false;
+	case 0x00:
+		break;
+	case 0x10:
+		v += (int64_t)(*pos - ((enc & 0x0f) == 0x04 || (enc & 0x0f) == 0x0c ? 8 : 4));
+		break;
+	case 0x30:
+		v += (int64_t)base;
+		break;
+	default:
+		return false;
 	}
 	*out = (uint64_t)v;
 	return true;
@@ -241,15 +272,33 @@ int lc_elf_open(struct lc_elf *e, const char *path, char *err, size_t errlen)
 		if (tag == DT_NULL)
 			break;
 		switch (tag) {
-		case DT_SYMTAB: e->symtab = val; break;
-		case DT_STRTAB: e->strtab = val; break;
-		case DT_STRSZ: e->strsz = val; break;
-		case DT_GNU_HASH: e->gnuhash = val; break;
-		case DT_HASH: e->hash = val; break;
-		case DT_RELA: e->rela = val; break;
-		case DT_RELASZ: e->relasz = val; break;
-		case DT_JMPREL: e->jmprel = val; break;
-		case DT_PLTRELSZ: e->pltrelsz = val; break;
+		case DT_SYMTAB:
+			e->symtab = val;
+			break;
+		case DT_STRTAB:
+			e->strtab = val;
+			break;
+		case DT_STRSZ:
+			e->strsz = val;
+			break;
+		case DT_GNU_HASH:
+			e->gnuhash = val;
+			break;
+		case DT_HASH:
+			e->hash = val;
+			break;
+		case DT_RELA:
+			e->rela = val;
+			break;
+		case DT_RELASZ:
+			e->relasz = val;
+			break;
+		case DT_JMPREL:
+			e->jmprel = val;
+			break;
+		case DT_PLTRELSZ:
+			e->pltrelsz = val;
+			break;
 		}
 	}
 	if (!e->symtab || !e->strtab || (!e->gnuhash && !e->hash) ||

@@ -227,7 +227,10 @@ static bool jtab_entry(struct ctx *c, const struct jtab *t, int attr, uint64_t *
 	const uint8_t *p;
 	int32_t rel;
 
-	if (i < 0 || i > t->max || !(p = lc_elf_ptr(c->e, t->table + 4 * (uint64_t)i, 4)))
+	if (i < 0 || i > t->max)
+		return false;
+	p = lc_elf_ptr(c->e, t->table + 4 * (uint64_t)i, 4);
+	if (!p)
 		return false;
 	memcpy(&rel, p, 4);
 	*out = t->table + (int64_t)rel;
@@ -828,7 +831,10 @@ static int function_branches(struct ctx *c, uint64_t fs, uint64_t *bad)
 		x->addr = a;
 		x->id = c->insn->id;
 		x->x = c->insn->detail->x86;
-		if ((is_jcc(x->id) || x->id == X86_INS_JMP) && (t = direct_target(c->insn))) {
+		t = 0;
+		if (is_jcc(x->id) || x->id == X86_INS_JMP)
+			t = direct_target(c->insn);
+		if (t) {
 			add_branch(c, a, t);
 		} else if (x->id == X86_INS_JMP) {
 			struct jtab jt;
@@ -1320,12 +1326,16 @@ static bool taint_ok(struct ctx *c, const struct lc_rewrite *rw, char *why, size
 				snprintf(why, wlen, "no register information at 0x%" PRIx64, t.addr);
 				return false;
 			}
-			for (int k = 0; k < nr; ++k)
-				if ((f = fam_index(family(rr[k]))) >= 0)
+			for (int k = 0; k < nr; ++k) {
+				f = fam_index(family(rr[k]));
+				if (f >= 0)
 					rd |= 1u << f;
-			for (int k = 0; k < nw; ++k)
-				if ((f = fam_index(family(ww[k]))) >= 0)
+			}
+			for (int k = 0; k < nw; ++k) {
+				f = fam_index(family(ww[k]));
+				if (f >= 0)
 					wr |= 1u << f;
+			}
 			for (int k = 0; k < x->op_count; ++k)
 				mem_op |= x->operands[k].type == X86_OP_MEM && i->id != X86_INS_LEA;
 			/* xor %eax,%eax reads nothing: it is how a register is zeroed */
@@ -1629,9 +1639,10 @@ static int plan(struct ctx *c)
 				if (s->now == LC_SETS || s->now == LC_PRESERVES)
 					continue;
 				o = (struct lc_emu_out){ 0 };
-			} else if (emulate(c, k, g->plan, g->nplan, NULL, &o, err, sizeof(err))) {
-				return refuse(g, "Emulation of the store at 0x%" PRIx64 " failed: %s", s->addr, err);
 			} else {
+				if (emulate(c, k, g->plan, g->nplan, NULL, &o, err, sizeof(err)))
+					return refuse(g, "Emulation of the store at 0x%" PRIx64 " failed: %s",
+						      s->addr, err);
 				s->now = classify(&o, m);
 			}
 			if (getenv("NVS_LIBCUDA_DEBUG") && strtoull(getenv("NVS_LIBCUDA_DEBUG"), NULL, 16) == s->addr)

@@ -16,8 +16,7 @@ enum lc_health_state {
 	LC_HEALTH_OPEN,		/* patched (by nvsidecar or otherwise), or not needed */
 	LC_HEALTH_CLOSED,	/* unpatched: `libcuda patch' would open the gate */
 	LC_HEALTH_PARTIAL,	/* some initialisers set the bit, not all: `patch' completes it */
-	LC_HEALTH_STALE,	/* a patched copy or in-place patch no longer matches the
-				 * loaded driver or its source library */
+	LC_HEALTH_STALE,	/* the patch no longer matches the loaded driver or its source */
 	LC_HEALTH_REFUSED,	/* the gate cannot be proven patchable (unsupported layout) */
 	LC_HEALTH_ERROR,	/* no such library, or not a usable libcuda */
 };

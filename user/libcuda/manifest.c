@@ -58,7 +58,10 @@ int lc_manifest_read(const char *path, struct lc_manifest *m, char *err, size_t 
 	memset(m, 0, sizeof(*m));
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !(f = fdopen(fd, "r"))) {
+	f = NULL;
+	if (fstat(fd, &st) >= 0 && S_ISREG(st.st_mode))
+		f = fdopen(fd, "r");
+	if (!f) {
 		close(fd);
 		snprintf(err, errlen, "`%s' is not a regular file", path);
 		return -EINVAL;
@@ -87,7 +90,10 @@ int lc_manifest_read(const char *path, struct lc_manifest *m, char *err, size_t 
 			char *f2 = strchr(val, '\t'), *f3, *f4;
 			int a, b;
 
-			if (!f2 || !(f3 = strchr(f2 + 1, '\t')))
+			if (!f2)
+				goto bad;
+			f3 = strchr(f2 + 1, '\t');
+			if (!f3)
 				goto bad;
 			*f2++ = 0;
 			*f3++ = 0;

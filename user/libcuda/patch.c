@@ -110,8 +110,11 @@ static int symlink_atomic(const char *dir, const char *name, const char *target,
 
 	snprintf(final, sizeof(final), "%s/%s", dir, name);
 	n = readlink(final, cur, sizeof(cur) - 1);
-	if (n > 0 && (cur[n] = 0, !strcmp(cur, target)))
-		return 0;
+	if (n > 0) {
+		cur[n] = 0;
+		if (!strcmp(cur, target))
+			return 0;
+	}
 	snprintf(tmp, sizeof(tmp), "%s/.%s.nvsidecar-%d", dir, name, (int)getpid());
 	unlink(tmp);
 	if (symlink(target, tmp) < 0 || rename(tmp, final) < 0) {

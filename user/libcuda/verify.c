@@ -81,8 +81,11 @@ static void child(const struct lc_verify_opts *o, struct lc_verify_result *r)
 	if (cu.cuDriverGetVersion)
 		cu.cuDriverGetVersion(&r->driver_version);
 	r->stage = 2;
-	if ((rc = cu.cuDeviceGetCount(&r->ndevices)) || r->ndevices <= o->device ||
-	    (rc = cu.cuDeviceGet(&dev, o->device))) {
+	/* cuDeviceGet only for an ordinal cuDeviceGetCount says exists */
+	rc = cu.cuDeviceGetCount(&r->ndevices);
+	if (!rc && r->ndevices > o->device)
+		rc = cu.cuDeviceGet(&dev, o->device);
+	if (rc || r->ndevices <= o->device) {
 		snprintf(r->error, sizeof(r->error), "No CUDA device %d (%d found)%s%s", o->device, r->ndevices,
 			 rc ? ": " : "", rc ? nvs_cuda_strerror(&cu, rc, err, sizeof(err)) : "");
 		return;
