@@ -16,14 +16,30 @@ set -u
 mkdir -p "$NVS_BUILD"
 times=$NVS_BUILD/kernel-times
 : >"$times"
+# The archive lanes are prepared two at a time: each is mostly one
+# single-threaded xz stream and a download, so a new machine pays for the
+# slowest pair instead of the sum (their apt state and trees are separate).
+for lane in "${KERN_LANES[@]}"; do
+	_kern_suite "$lane" >/dev/null || continue
+	while (($(jobs -rp | wc -l) >= 2)); do wait -n; done
+	(
+		t0=$SECONDS
+		kern_prepare "$lane" 2>"$NVS_BUILD/kernel-$lane.err"
+		rc=$?
+		echo "$rc $((SECONDS - t0))" >"$NVS_BUILD/kernel-$lane.rc"
+	) &
+done
+wait
 for lane in "${KERN_LANES[@]}"; do
 	t0=$SECONDS
 	if _kern_suite "$lane" >/dev/null; then
-		if ! kern_prepare "$lane" 2>"$NVS_BUILD/kernel-$lane.err"; then
+		read -r rc secs <"$NVS_BUILD/kernel-$lane.rc" 2>/dev/null || rc=1 secs=0
+		if ((rc != 0)); then
 			t_fail "kernel $lane" "$(tr '\n' ' ' <"$NVS_BUILD/kernel-$lane.err")"
 			continue
 		fi
 		sed 's/^/  /' "$NVS_BUILD/kernel-$lane.err"
+		((t0 -= secs))
 	fi
 	kern_resolve "$lane"
 	rc=$?
