@@ -104,7 +104,11 @@ for ((i = 0; i < NVS_GPUS; i++)); do
 		[[ $lab == hotspot ]] && hot[$i]=$C
 		echo "${chip[$i]} $s $lab $C" >>"$run/sysfs.txt"
 	done
-	echo "${chip[$i]} gpu${i} driver ${drv[$i]}" >>"$run/gpus.txt"
+	# The module numbers GPUs in the order it finds them, which is not the
+	# simulated GPU's number once an earlier file has unplugged and
+	# replugged some (a replugged device goes to the end of the PCI list).
+	c=$(sim_class "$i") || { t_fail prom-gpu-class "no class device for simulated GPU $i"; exit 0; }
+	echo "${chip[$i]} ${c##*/} driver ${drv[$i]}" >>"$run/gpus.txt"
 done
 
 phase "fixtures, module and sysfs read"
