@@ -86,8 +86,16 @@ for lane in $lanes; do
 		# take the same code path (the Debian lanes probe them).
 		# kmemleak finds a leaked attachment after any number of probes;
 		# 300 is enough for it to be reported by the scan at the end.
-		scale=(-e NVS_CYCLES=40 -e NVS_FUZZ_COUNT=10000 -e NVS_DMABUF_CYCLES=300 -e NVS_DMABUF_MAX_MB=32)
+		scale=(-e NVS_CYCLES=40 -e NVS_FUZZ_COUNT=10000 -e NVS_DMABUF_CYCLES=300 -e NVS_DMABUF_MAX_MB=32
+			-e NVS_DMABUF_CLI=0)
 		skip="$userspace|$userspace_why;t-budget-reads.sh|rates against wall-clock time measure KASAN here, not the module; the Debian and sid lanes run it"
+		# Files whose kernel paths the files kept here already drive
+		# (hwmon and sysfs reads, genetlink ops, load and unload), and
+		# whose own matter is userspace or timing: the recorder and ring
+		# semantics of t-netlink (the fuzzer and t-netlink-hotplug drive
+		# every genetlink op here), 8-GPU fan-out, file modes, the 60 ms
+		# spike.
+		skip+=";t-netlink.sh t-thermal-8gpus.sh t-thermal-perms.sh t-thermal-spike.sh|covered in this lane by the fuzzer, t-netlink-hotplug and the thermal files; userspace or timing under KASAN (the 6.1, 6.12 and sid lanes run it)"
 		;;
 	*) limit=1500 ftimeout=400 ;;
 	esac
