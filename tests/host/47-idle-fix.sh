@@ -202,7 +202,7 @@ fi
 export ASAN_OPTIONS=detect_leaks=1:exitcode=99 UBSAN_OPTIONS=halt_on_error=1:exitcode=98
 rm -rf "$work/run"
 nvml 100 100
-nb=
+bad=
 for a in "" "" "--json" "--dry-run" "--checks 1 --timeout 5"; do
 	# shellcheck disable=SC2086
 	"$asan/nvsidecar" idle-fix --nvml "$work/libnvidia-ml.so.1" --lib "$work/libcuda.so.1" --state "$work/run/state" $a \
