@@ -441,6 +441,23 @@ print("\n".join(sorted(opts)))'
 	fi
 fi
 
+# --- a failed write to standard output is said, and is not success ----------
+# (review 2, m15: rc 1 with an empty stderr, and --help rc 0, before)
+if [[ -w /dev/full ]]; then
+	bad=
+	for c in "--help" "--version" "topo --pci-dump $NVS_TOP/tests/topo/5090-switch.dump" \
+		"nccl-check $NVS_TOP/tests/nccl/nccl-2.19-roce-nogdr.log" "topo --json --pci-dump /nonexistent"; do
+		# shellcheck disable=SC2086
+		"$bin" $c >/dev/full 2>"$work/err"
+		rc=$?
+		[[ $rc != 0 && $rc != 97 ]] && grep -q '^write error: No space left on device' "$work/err" &&
+			[[ $(grep -c 'write error' "$work/err") == 1 ]] || bad+=" [$c] rc $rc: $(head -c 200 "$work/err")"
+	done
+	[[ -z $bad ]] && t_pass cli-stdout-write-error || t_fail cli-stdout-write-error "$bad"
+else
+	t_skip cli-stdout-write-error "/dev/full is not writable here"
+fi
+
 # --- the same CLI cases under valgrind -------------------------------------
 if ! command -v valgrind >/dev/null; then
 	t_skip cli-valgrind "valgrind is not installed (scripts/deps.sh installs it)"

@@ -104,6 +104,13 @@ bad expect 'Invalid --expect-gpus `x' --expect-gpus x
 bad driver-version 'Invalid --driver-version `latest' --driver-version latest
 bad modes 'exclude each other' --quick --full
 bad config-missing "Unable to read $work/nope.conf" --config "$work/nope.conf"
+mkdir -p "$work/conf.d"	# a directory reads as empty through stdio: not a configuration
+bad config-dir "Unable to read $work/conf.d: not a regular file" --config "$work/conf.d" --quick
+# --textfile - is standard output: after a JSON document it would break it
+out=$("$bin" doctor --quick --json --textfile - 2>"$work/err")
+rc=$?
+[[ $rc == 2 ]] && python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["exit"] == 2 and "--textfile -" in d["error"], d' "$out" &&
+	t_pass doctor-bad-json-textfile-stdout || t_fail doctor-bad-json-textfile-stdout "rc $rc: $(head -c 300 <<<"$out") $(head -2 "$work/err")"
 bad gpu-ids 'Invalid --gpu-ids' --gpu-ids nonsense
 bad missing-value 'Missing value for `--patched' --patched
 bad empty-patched 'empty directory name' --patched ''

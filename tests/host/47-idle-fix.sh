@@ -96,11 +96,43 @@ rc=$?
 [[ $rc == 1 && $((SECONDS - t0)) -lt 10 ]] && grep -q "^$A .*fix-failed: creating the context did not finish in 2 s" "$work/out" &&
 	t_pass idle-fix-ctx-hang || t_fail idle-fix-ctx-hang "rc $rc after $((SECONDS - t0)) s: $(grep "^$A" "$work/out")"
 
-# no NVML: exit 3; another run holds the state: exit 2
-"$bin" idle-fix --nvml "$work/none.so" --state "$work/run/state" >/dev/null 2>"$work/err"
-rc=$?
-[[ $rc == 3 ]] && grep -q 'Unable to load .*none.so' "$work/err" && t_pass idle-fix-no-nvml ||
-	t_fail idle-fix-no-nvml "rc $rc: $(head -1 "$work/err")"
+# an --nvml that is not there or not a library: exit 2, about the path (not
+# "is the driver installed?"); no NVML at all: exit 3; another run holds the
+# state: exit 2
+nb=
+for l in "$work/none.so" /etc/passwd; do
+	"$bin" idle-fix --nvml "$l" --state "$work/run/state" >/dev/null 2>"$work/err"
+	rc=$?
+	[[ $rc == 2 ]] && grep -q "Unable to load $l.*check the path given" "$work/err" &&
+		! grep -q 'driver installed' "$work/err" || nb+=" [$l] rc $rc: $(head -1 "$work/err")"
+done
+[[ -z $nb ]] && t_pass idle-fix-nvml-bad-path || t_fail idle-fix-nvml-bad-path "$nb"
+if ldconfig -p | grep -q 'libnvidia-ml\.so\.1 '; then
+	t_skip idle-fix-no-nvml "this machine has an NVML in the loader cache"
+else
+	"$bin" idle-fix --state "$work/run/state" >/dev/null 2>"$work/err"
+	rc=$?
+	[[ $rc == 3 ]] && grep -q 'Unable to load libnvidia-ml.so.1.*driver installed' "$work/err" &&
+		t_pass idle-fix-no-nvml || t_fail idle-fix-no-nvml "rc $rc: $(head -1 "$work/err")"
+fi
+# a state directory this user cannot write: exit 4, run as root or --state
+if command -v setpriv >/dev/null && ((EUID == 0)); then
+	pub=$(mktemp -d /tmp/nvs-idlefix-pub.XXXXXX)
+	chmod 755 "$pub"
+	mkdir -m 555 "$pub/locked"
+	cp "$work/libnvidia-ml.so.1" "$work/libcuda.so.1" "$pub/"
+	printf '%s 0 0 40 30\n' "$A" >"$pub/nvml.state"
+	chmod 644 "$pub"/*.so.1 "$pub/nvml.state"
+	FAKE_NVML_STATE=$pub/nvml.state FAKE_CUDA_LOG=/dev/null setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+		"$bin" idle-fix --nvml "$pub/libnvidia-ml.so.1" --lib "$pub/libcuda.so.1" --state "$pub/locked/state" \
+		--dry-run >/dev/null 2>"$work/err"
+	rc=$?
+	[[ $rc == 4 ]] && grep -q 'Permission denied; run as root, or pass --state' "$work/err" &&
+		t_pass idle-fix-state-eacces || t_fail idle-fix-state-eacces "rc $rc: $(head -1 "$work/err")"
+	rm -rf "$pub"
+else
+	t_skip idle-fix-state-eacces "needs root and setpriv to try as an unprivileged user"
+fi
 FAKE_NVML_INIT_ERROR=9 fix >/dev/null 2>"$work/err"
 rc=$?
 [[ $rc == 3 ]] && grep -q 'nvmlInit failed: Driver Not Loaded' "$work/err" && t_pass idle-fix-nvml-init ||

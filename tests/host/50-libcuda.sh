@@ -309,6 +309,111 @@ d2=$("$bin" libcuda status --dump --lib "$ip3/libcuda.so.590.48.01" 2>/dev/null)
 grep -qP "^manifest\t$sd/inplace-libcuda.so.590.48.01-[0-9a-f]{12}.manifest\tcurrent" <<<"$d1" && ! grep -q '^manifest' <<<"$d2" &&
 	t_pass libcuda-status-state-dir || t_fail libcuda-status-state-dir "with: $(grep manifest <<<"$d1") without: $(grep manifest <<<"$d2")"
 
+# ---- --out is the admin's directory (review 2: M1-M4) ----------------------
+# M1: a libcuda.so.1 / libcuda.so that nvsidecar did not make is never replaced
+adm=$work/admin-files
+mkdir -p "$adm"
+echo "the admin's own file" >"$adm/libcuda.so"
+cp "$fx/615/libcuda.so.615.71.09" "$adm/libcuda.so.1"
+ln -s /elsewhere/libcuda.so.1 "$adm/libcuda.so.2"
+a1=$(sha "$adm/libcuda.so") a2=$(sha "$adm/libcuda.so.1")
+"$bin" libcuda patch --lib "$fx/590/libcuda.so.590.48.01" --out "$adm" >/dev/null 2>"$work/err"
+rc=$?
+[[ $rc == 2 && -f $adm/libcuda.so && ! -L $adm/libcuda.so && ! -L $adm/libcuda.so.1 &&
+   $(sha "$adm/libcuda.so") == "$a1" && $(sha "$adm/libcuda.so.1") == "$a2" && ! -e $adm/libcuda.so.590.48.01 ]] &&
+	grep -q "Refusing to replace .*libcuda.so.1.*Move it away" "$work/err" &&
+	t_pass libcuda-out-keeps-admin-files || t_fail libcuda-out-keeps-admin-files "rc $rc: $(ls -l "$adm") $(cat "$work/err")"
+rm "$adm/libcuda.so.1"
+ln -s libcuda.so.615.71.09 "$adm/libcuda.so.1"	# a foreign link, no manifest names it
+"$bin" libcuda patch --lib "$fx/590/libcuda.so.590.48.01" --out "$adm" >/dev/null 2>"$work/err"
+rc=$?
+[[ $rc == 2 && $(readlink "$adm/libcuda.so.1") == libcuda.so.615.71.09 && $(sha "$adm/libcuda.so") == "$a1" ]] &&
+	t_pass libcuda-out-keeps-admin-link || t_fail libcuda-out-keeps-admin-link "rc $rc: $(ls -l "$adm") $(cat "$work/err")"
+# M1: the driver's own folder, with a file name that names another version
+drv=$work/driver-dir
+mkdir -p "$drv"
+cp "$fx/590/libcuda.so.590.48.01" "$drv/libcuda.so.590.48.02"
+ln -s libcuda.so.590.48.02 "$drv/libcuda.so.1"
+ln -s libcuda.so.1 "$drv/libcuda.so"
+"$bin" libcuda patch --lib "$drv/libcuda.so.1" --out "$drv/" >/dev/null 2>"$work/err"
+rc=$?
+[[ $rc == 2 && $(readlink "$drv/libcuda.so.1") == libcuda.so.590.48.02 && ! -e $drv/libcuda.so.590.48.01 &&
+   ! -e $drv/nvsidecar-libcuda.manifest ]] && grep -q "is the directory of the source library" "$work/err" &&
+	t_pass libcuda-out-source-dir-refused || t_fail libcuda-out-source-dir-refused "rc $rc: $(ls -l "$drv") $(cat "$work/err")"
+# M3: a missing --out is created (mkdir -p, 0755); one under a file is exit 2
+"$bin" libcuda patch --lib "$fx/590/libcuda.so.590.48.01" --out "$work/new/a/b" >/dev/null 2>"$work/err"
+rc=$?
+[[ $rc == 0 && -f $work/new/a/b/libcuda.so.590.48.01 && $(stat -c %a "$work/new/a") == 755 ]] &&
+	t_pass libcuda-out-created || t_fail libcuda-out-created "rc $rc: $(cat "$work/err")"
+touch "$work/plainfile"
+"$bin" libcuda patch --lib "$fx/590/libcuda.so.590.48.01" --out "$work/plainfile/x" >/dev/null 2>"$work/err"
+rc=$?
+[[ $rc == 2 ]] && grep -q "Unable to create the output directory .*Not a directory" "$work/err" &&
+	t_pass libcuda-out-under-file || t_fail libcuda-out-under-file "rc $rc: $(cat "$work/err")"
+# M3, m2: EACCES on a parent is exit 4 (for --out and for the state directory), with the real errno
+if command -v setpriv >/dev/null && ((EUID == 0)); then
+	pub=$(mktemp -d /tmp/nvs-libcuda-pub.XXXXXX)
+	chmod 755 "$pub"
+	mkdir -m 555 "$pub/locked"
+	cp "$fx/590/libcuda.so.590.48.01" "$pub/"
+	chmod 644 "$pub/libcuda.so.590.48.01"
+	nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
+	nobody "$bin" libcuda patch --lib "$pub/libcuda.so.590.48.01" --out "$pub/locked/new" >/dev/null 2>"$work/err"
+	rc=$?
+	[[ $rc == 4 && ! -e $pub/locked/new ]] && grep -q "Permission denied" "$work/err" &&
+		t_pass libcuda-out-eacces || t_fail libcuda-out-eacces "rc $rc: $(cat "$work/err")"
+	nobody "$bin" libcuda patch --in-place --lib "$pub/libcuda.so.590.48.01" --state-dir "$pub/locked/a/b" \
+		>/dev/null 2>"$work/err"
+	rc=$?
+	[[ $rc == 4 ]] && grep -q "state directory .*(at \`$pub/locked/a').*Permission denied" "$work/err" &&
+		t_pass libcuda-state-dir-eacces || t_fail libcuda-state-dir-eacces "rc $rc: $(cat "$work/err")"
+	rm -rf "$pub"
+else
+	t_skip libcuda-out-eacces "needs root and setpriv to try as an unprivileged user"
+	t_skip libcuda-state-dir-eacces "needs root and setpriv to try as an unprivileged user"
+fi
+# M2: env and patch quote the folder for the shell; eval runs nothing from its name
+q="$work/q'\$(echo INJECTED >&2)'"
+mkdir -p "$q"
+"$bin" libcuda patch --lib "$fx/590/libcuda.so.590.48.01" --out "$q" >"$work/log" 2>&1
+line=$(grep '^  export LD_LIBRARY_PATH=' "$work/log")
+got=$(bash -c 'eval "$("$0" libcuda env --out "$1")" && printf %s "$LD_LIBRARY_PATH"' "$bin" "$q" 2>"$work/err")
+got2=$(bash -c 'eval "$1" && printf %s "$LD_LIBRARY_PATH"' _ "$line" 2>>"$work/err")
+[[ $got == "$q" && $got2 == "$q" && ! -s $work/err ]] && t_pass libcuda-env-quoted ||
+	t_fail libcuda-env-quoted "env gave '$got', patch's line gave '$got2': $(cat "$work/err" "$work/log")"
+nl=$work/$'new\nline'
+"$bin" libcuda patch --lib "$fx/590/libcuda.so.590.48.01" --out "$nl" >/dev/null 2>"$work/err"
+rc=$?
+[[ $rc == 2 && ! -e $nl ]] && grep -q "control character" "$work/err" && t_pass libcuda-out-newline-refused ||
+	t_fail libcuda-out-newline-refused "rc $rc: $(cat "$work/err")"
+# M4: verify refuses a stale copy as env does (exit 9), by folder or by file
+st4=$work/stale-verify
+mkdir -p "$st4/src" "$st4/copy"
+cp "$fx/590/libcuda.so.590.48.01" "$st4/src/"
+"$bin" libcuda patch --lib "$st4/src/libcuda.so.590.48.01" --out "$st4/copy" >/dev/null 2>&1
+"$bin" libcuda verify --lib "$st4/copy" >/dev/null 2>&1
+rc0=$?
+printf 'x' >>"$st4/src/libcuda.so.590.48.01"	# the "driver upgrade"
+"$bin" libcuda verify --lib "$st4/copy" >/dev/null 2>"$work/err"
+rc1=$?
+"$bin" libcuda verify --json --lib "$st4/copy/libcuda.so.1" >"$work/log" 2>/dev/null
+rc2=$?
+[[ $rc0 == 0 && $rc1 == 9 && $rc2 == 9 && $(jfield exit <"$work/log") == 9 ]] && grep -q STALE "$work/err" &&
+	t_pass libcuda-verify-stale || t_fail libcuda-verify-stale "rc $rc0 -> $rc1, $rc2: $(cat "$work/err" "$work/log")"
+# m1: a --lib that is not there or not a library is exit 2, about the path
+for p in "$work/nonexistent.so" /etc/passwd "$work/plainfile"; do
+	"$bin" libcuda verify --lib "$p" >"$work/log" 2>"$work/err"
+	rc=$?
+	[[ $rc == 2 && ! -s $work/log ]] && grep -q "$p" "$work/err" && ! grep -q "driver installed" "$work/err" &&
+		t_pass "libcuda-verify-bad-lib-${p##*/}" ||
+		t_fail "libcuda-verify-bad-lib-${p##*/}" "rc $rc: $(cat "$work/log" "$work/err")"
+done
+# m16: a closed gate says what to do next
+"$bin" libcuda verify --lib "$fx/590/libcuda.so.590.48.01" >/dev/null 2>"$work/err"
+rc=$?
+[[ $rc == 6 ]] && grep -q "libcuda patch --out DIR" "$work/err" && grep -q "verify --lib DIR" "$work/err" &&
+	t_pass libcuda-verify-closed-hint || t_fail libcuda-verify-closed-hint "rc $rc: $(cat "$work/err")"
+
 # ---- bad input, under AddressSanitizer ------------------------------------
 asan=$NVS_BUILD/asan-libcuda
 if make -C "$top/user" O="$asan" ASAN=1 -j2 >"$work/asan.log" 2>&1; then

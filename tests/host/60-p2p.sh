@@ -320,6 +320,9 @@ FAKE_CUDA_DEVICES=2 p2p --pairs 0-2
 check p2p-bad-pairs 2 'assert "--pairs names GPU 2, but CUDA shows 2 GPU(s)" in err, err'
 FAKE_CUDA_DEVICES=2 p2p --pairs 0-x
 check p2p-bad-pairs-syntax 2 'assert "Invalid --pairs" in err, err'
+# %d would wrap 4294967297 to 1 and test pair 0-1
+FAKE_CUDA_DEVICES=2 p2p --pairs 0-4294967297
+check p2p-pairs-overflow 2 'assert "Invalid --pairs" in err and not out, (out, err)'
 # an unset $PAIRS must not test nothing and pass
 FAKE_CUDA_DEVICES=2 p2p --pairs ''
 check p2p-empty-pairs 2 'assert "Invalid --pairs" in err, err'
@@ -332,6 +335,9 @@ check p2p-size-overflow 2 'assert "Invalid --size" in err, err'
 # inputs are checked before any CUDA work: the bad --lib is never reached
 run p2p --lib "$work/nonexistent.so" --nccl-log "$work/none.log"
 check p2p-nccl-log-first 2 'assert "--nccl-log" in err and "Unable to load" not in err and not out, (out, err)'
+# a log without NCCL lines is refused up front too (the GPU work is never reached)
+run p2p --lib "$work/nonexistent.so" --nccl-log "$nccl/garbage.log"
+check p2p-nccl-log-no-nccl-lines 2 'assert "no NCCL INFO or WARN lines" in err and "garbage.log" in err and "Unable to load" not in err and not out, (out, err)'
 run p2p --lib "$work/nonexistent.so" --pci-dump "$work/none.dump"
 check p2p-pci-dump-first 2 'assert "none.dump" in err and "Unable to load" not in err, err'
 run p2p --json --nccl-log "$work/none.log"
@@ -345,7 +351,7 @@ check p2p-bad-size 2 'assert "Invalid --size" in err, err'
 p2p --iters 0
 check p2p-bad-iters 2 'assert "Invalid --iters" in err, err'
 run p2p --lib "$work/nonexistent.so"
-check p2p-no-libcuda 2 'assert "Unable to load" in err and "NVIDIA driver" in err, err'
+check p2p-no-libcuda 2 'assert "Unable to load" in err and "check the path given" in err and "NVIDIA driver" not in err, err'
 run p2p --lib "$NVS_TOP/tests/topo/garbage.dump"
 check p2p-lib-not-elf 2 'assert "Unable to load" in err, err'
 run p2p --lib libm.so.6

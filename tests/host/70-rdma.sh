@@ -83,6 +83,11 @@ expect rdma-wait-not-server 2 "--wait is for --server" --loopback --wait 5
 expect rdma-sizes-overflow 2 "Sizes are a comma-separated list" --loopback --sizes 17179869185G
 expect rdma-buffer-overflow 2 "Buffer size is not" --loopback --buffer 17179869185G
 expect rdma-unknown-option 2 "Unknown option: \`--fast'" --loopback --fast
+# a --cuda-lib named that is not there or not a library is a bad argument (2), about the path
+expect rdma-cuda-lib-missing 2 "Unable to load $work/none.so.*check the path given" \
+	--loopback --mem cuda-dmabuf --cuda-lib "$work/none.so" --sizes 4K --iters 1
+expect rdma-cuda-lib-not-lib 2 "Unable to load /etc/passwd.*check the path given" \
+	--loopback --mem cuda-dmabuf --cuda-lib /etc/passwd --sizes 4K --iters 1
 
 # No RDMA device on this host (skipped where one exists).
 if compgen -G "/sys/class/infiniband/*" >/dev/null; then

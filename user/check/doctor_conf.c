@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "check/doctor.h"
 #include "libnvsidecar.h"
@@ -141,11 +142,19 @@ int nvs_doctor_conf_load(struct nvs_doctor_opts *o, const char *path, char *err,
 	unsigned int no = 0;
 	FILE *f = fopen(path, "re");
 
+	struct stat st;
+
 	if (!f) {
 		int ret = -errno;
 
 		snprintf(err, errlen, "Unable to read %s: %s", path, strerror(errno));
 		return ret;
+	}
+	/* a directory reads as empty through stdio: that is not a configuration */
+	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "Unable to read %s: not a regular file (pass the doctor.conf file itself)", path);
+		fclose(f);
+		return -EINVAL;
 	}
 	while (fgets(line, sizeof(line), f)) {
 		char *k, *v, *eq;

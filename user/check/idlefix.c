@@ -231,8 +231,9 @@ int nvs_idlefix_run(const struct nvs_idlefix_opts *o, struct nvs_idlefix_result 
 	lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (lfd < 0 || flock(lfd, LOCK_EX | LOCK_NB) < 0) {
 		ret = lfd < 0 ? -errno : -EBUSY;
-		snprintf(err, errlen, "%s %s: %s", lfd < 0 ? "Unable to open" : "Another idle-fix holds", lock,
-			 lfd < 0 ? strerror(errno) : "try again later");
+		snprintf(err, errlen, "%s %s: %s%s", lfd < 0 ? "Unable to open" : "Another idle-fix holds", lock,
+			 lfd < 0 ? strerror(-ret) : "try again later",
+			 ret == -EACCES || ret == -EPERM ? "; run as root, or pass --state FILE in a directory you can write" : "");
 		if (lfd >= 0)
 			close(lfd);
 		free(g);

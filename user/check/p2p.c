@@ -535,11 +535,19 @@ int nvs_p2p_parse_pairs(const char *s, struct nvs_p2p_pairs *p)
 		return -EINVAL;
 	snprintf(buf, sizeof(buf), "%s", s);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		int a, b, used = 0;
+		char *end, *dash = strchr(tok, '-');
+		long a, b;
 
-		if (p->n == NVS_P2P_MAX_GPUS * NVS_P2P_MAX_GPUS ||
-		    sscanf(tok, "%d-%d%n", &a, &b, &used) != 2 || tok[used] || a == b || a < 0 || b < 0 ||
-		    a >= NVS_P2P_MAX_GPUS || b >= NVS_P2P_MAX_GPUS || !isdigit((unsigned char)tok[0]))
+		/* strtol with range checks: sscanf's %d wraps 4294967297 to 1 */
+		if (p->n == NVS_P2P_MAX_GPUS * NVS_P2P_MAX_GPUS || !dash || !isdigit((unsigned char)tok[0]) ||
+		    !isdigit((unsigned char)dash[1]))
+			return -EINVAL;
+		errno = 0;
+		a = strtol(tok, &end, 10);
+		if (errno || end != dash)
+			return -EINVAL;
+		b = strtol(dash + 1, &end, 10);
+		if (errno || *end || a == b || a >= NVS_P2P_MAX_GPUS || b >= NVS_P2P_MAX_GPUS)
 			return -EINVAL;
 		p->src[p->n] = a;
 		p->dst[p->n++] = b;

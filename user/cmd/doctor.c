@@ -142,7 +142,8 @@ static void usage(FILE *f, const char *prog)
 		"  --nvml LIB        NVML to load (default libnvidia-ml.so.1)\n"
 		"  --lib LIB         libcuda to judge (default: the one the loader picks)\n"
 		"  --textfile PATH   also write node_exporter's textfile (a directory gets\n"
-		"                    nvsidecar.prom), atomically\n"
+		"                    nvsidecar.prom), atomically; - : standard output, after\n"
+		"                    the report (not with --json)\n"
 		"  --pci-dump FILE   judge an `lspci -xxxx' dump instead of this machine\n"
 		"  --gpu-ids LIST    also treat these vendor:device ids as GPUs (tests)\n"
 		"\n"
@@ -235,6 +236,11 @@ int doctor_main(int argc, const char *argv[])
 	if (brief && out_json()) {
 		free(o);
 		return out_usage(argv[0], "--brief and --json exclude each other");
+	}
+	/* both on standard output would be neither valid JSON nor a textfile */
+	if (out_json() && !strcmp(o->textfile, "-")) {
+		free(o);
+		return out_usage(argv[0], "--textfile - (standard output) and --json exclude each other; pass a file or directory");
 	}
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n > 0) {

@@ -42,8 +42,9 @@ static void usage(FILE *f, const char *prog)
 		"  --json           one JSON document\n"
 		"\n"
 		"Exit status: 0 done (nothing to fix, fixed, or --dry-run), 1 a fix\n"
-		"failed, 2 usage error or another run holds the state, 3 no NVML (no\n"
-		"NVIDIA driver) or NVML failed.\n",
+		"failed, 2 usage error, an unusable --nvml, or another run holds the\n"
+		"state, 3 no NVML (no NVIDIA driver) or NVML failed, 4 permission denied\n"
+		"(the state file's directory: run as root or pass --state).\n",
 		PROG_NAME, prog, NVS_IDLEFIX_STATE);
 }
 
@@ -100,6 +101,10 @@ int idle_fix_main(int argc, const char *argv[])
 	}
 
 	ret = nvs_idlefix_run(&o, &r, err, sizeof(err));
+	if ((ret == -ENOENT || ret == -ENOEXEC) && o.nvml)	/* the --nvml named is unusable */
+		return out_fail(NVS_EX_USAGE, "%s", err);
+	if (ret == -EACCES || ret == -EPERM)
+		return out_fail(NVS_EX_PERM, "%s", err);
 	if (ret == -ENOENT || ret == -ENOEXEC || ret == -EIO)
 		return out_fail(NVS_EX_MISSING, "%s", err);
 	if (ret)

@@ -69,9 +69,11 @@ static void usage(FILE *f, const char *sub)
 			   "       %s libcuda patch --in-place [--lib PATH] [--state-dir DIR] [--json]\n\n"
 			   "Writes DIR/libcuda.so.<version> with the proven rewrites, the libcuda.so.1 and\n"
 			   "libcuda.so links and %s, atomically. Running it again is a\n"
-			   "no-op when the copy is current and rewrites it otherwise. --in-place replaces\n"
-			   "the library itself, after a backup named by its SHA-256 in the state directory\n"
-			   "(default %s); undo with `restore'.\n\n%s",
+			   "no-op when the copy is current and rewrites it otherwise. DIR is created when\n"
+			   "missing; a libcuda file or link in it that nvsidecar did not make is never\n"
+			   "replaced (exit 2), and DIR may not be the source library's directory.\n"
+			   "--in-place replaces the library itself, after a backup named by its SHA-256\n"
+			   "in the state directory (default %s); undo with `restore'.\n\n%s",
 			PROG_NAME, PROG_NAME, LC_MANIFEST_NAME, LC_DEFAULT_STATE, exit_codes);
 	} else if (!strcmp(sub, "verify")) {
 		fprintf(f, "Usage: %s libcuda verify [--lib DIR|PATH] [--device N] [--size BYTES]\n"
@@ -405,9 +407,33 @@ out:
 
 /* ---- patch, restore, env ---- */
 
+/*
+ * "export LD_LIBRARY_PATH='dir'${...}" with dir in single quotes, each '
+ * written '\'' so that eval "$(nvsidecar libcuda env ...)" runs nothing that
+ * the directory's name holds. Control characters are refused before this
+ * (patch: the --out name; env: has_control()).
+ */
+static const char *export_line(const char *dir, char *buf, size_t len)
+{
+	size_t n = snprintf(buf, len, "export LD_LIBRARY_PATH='");
+
+	for (; *dir && n + 8 < len; ++dir)
+		n += snprintf(buf + n, len - n, *dir == '\'' ? "'\\''" : "%c", *dir);
+	snprintf(buf + n, len - n, "'${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}");
+	return buf;
+}
+
+static bool has_control(const char *s)
+{
+	for (; *s; ++s)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
 static int cmd_patch(const struct opts *o)
 {
-	char path[PATH_MAX], err[PATH_MAX + 1024];
+	char path[PATH_MAX], err[PATH_MAX + 1024], line[4 * PATH_MAX + 64];
 	struct lc_patch_result res;
 	int ret;
 
@@ -451,6 +477,8 @@ static int cmd_patch(const struct opts *o)
 	if (ret) {
 		/* -EPROTONOSUPPORT: no provable patch for this layout, an input we cannot use */
 		lc_patch_result_free(&res);
+		if (res.bad_out)	/* --out: the admin's directory, not a failed write */
+			return out_fail(ret == -EACCES || ret == -EPERM ? NVS_EX_PERM : NVS_EX_USAGE, "%s", err);
 		return out_fail(ret == -EPROTONOSUPPORT ? NVS_EX_USAGE : exit_for(ret), "%s", err);
 	}
 	out_begin(isatty(STDOUT_FILENO));
@@ -475,8 +503,7 @@ static int cmd_patch(const struct opts *o)
 	if (res.removed[0])
 		out_str(OUT_TEXT, NULL, "Removed the previous driver's copy %s\n", res.removed);
 	if (!res.in_place)
-		out_str(OUT_TEXT, NULL, "Use it with:\n  export LD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n",
-			res.outdir);
+		out_str(OUT_TEXT, NULL, "Use it with:\n  %s\n", export_line(res.outdir, line, sizeof(line)));
 	else
 		out_text("Backup: %s (undo with `%s libcuda restore --lib %s')\n", res.backup, PROG_NAME, path);
 	lc_patch_result_free(&res);
@@ -506,11 +533,30 @@ static int cmd_restore(const struct opts *o)
 	return out_end() < 0 ? NVS_EX_FAIL : NVS_EX_OK;
 }
 
+/*
+ * The patched copy in dir (resolved), as env, status and verify judge it:
+ * -ENOENT when dir holds no manifest, another -errno with err, or 0 with s.
+ */
+static int copy_state(const char *dir, struct lc_stale *s, char *err, size_t errlen)
+{
+	char mpath[PATH_MAX + 64];
+	struct lc_manifest m;
+	int r;
+
+	snprintf(mpath, sizeof(mpath), "%s/%s", dir, LC_MANIFEST_NAME);
+	r = lc_manifest_read(mpath, &m, err, errlen);
+	if (r)
+		return r;
+	lc_check_manifest(mpath, &m, s);
+	lc_manifest_free(&m);
+	return 0;
+}
+
 static int cmd_env(const struct opts *o)
 {
-	char dir[PATH_MAX], tmp[PATH_MAX], mpath[PATH_MAX + 64], err[512], v[PATH_MAX + 64];
+	char dir[PATH_MAX], tmp[PATH_MAX], err[512], v[PATH_MAX + 64];
+	char line[4 * PATH_MAX + 64];
 	const char *llp = getenv("LD_LIBRARY_PATH");
-	struct lc_manifest m;
 	struct lc_stale s;
 	struct stat st;
 	int r;
@@ -527,22 +573,23 @@ static int cmd_env(const struct opts *o)
 	}
 	if (!realpath(tmp, dir))
 		return out_fail(NVS_EX_USAGE, "Unable to find `%s': %s", tmp, strerror(errno));
-	snprintf(mpath, sizeof(mpath), "%s/%s", dir, LC_MANIFEST_NAME);
-	r = lc_manifest_read(mpath, &m, err, sizeof(err));
+	if (has_control(dir))
+		return out_fail(NVS_EX_USAGE, "`%s' has a newline or control character in its name, which no shell line can carry safely; patch into a plainly named directory",
+				tmp);
+	r = copy_state(dir, &s, err, sizeof(err));
 	if (r == -ENOENT)
-		return out_fail(NVS_EX_FAIL, "No patched copy in `%s' (no %s); run `%s libcuda patch --out %s' first",
-				dir, LC_MANIFEST_NAME, PROG_NAME, dir);
+		return out_fail(NVS_EX_FAIL, "No patched copy in `%s' (no %s); write one with `%s libcuda patch --out DIR' (a directory of its own, such as /opt/libcuda-gdr/<driver version>) and pass that DIR",
+				dir, LC_MANIFEST_NAME, PROG_NAME);
 	if (r)
 		return out_fail(NVS_EX_FAIL, "%s", err);
-	lc_check_manifest(mpath, &m, &s);
-	lc_manifest_free(&m);
 	if (s.stale)
 		return out_fail(NVS_EX_STALE, "STALE patched libcuda in %s: %s; run `%s libcuda patch --out %s' again",
 				dir, s.reason, PROG_NAME, dir);
 	snprintf(v, sizeof(v), "%s%s%s", dir, llp && *llp ? ":" : "", llp ? llp : "");
 	out_begin(isatty(STDOUT_FILENO));
 	out_str(OUT_JSON, "LD_LIBRARY_PATH", NULL, v);
-	out_str(OUT_ANY, "dir", "export LD_LIBRARY_PATH='%s'${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n", dir);
+	out_str(OUT_JSON, "dir", NULL, dir);
+	out_str(OUT_TEXT, NULL, "%s\n", export_line(dir, line, sizeof(line)));
 	return out_end() < 0 ? NVS_EX_FAIL : NVS_EX_OK;
 }
 
@@ -644,6 +691,24 @@ static int cmd_verify(const struct opts *o)
 	if (!r)
 		return out_fail(NVS_EX_FAIL, "Unable to allocate memory");
 	if (o->lib) {
+		char t[PATH_MAX], dir[PATH_MAX], err[512];
+		struct lc_stale s;
+		struct stat st;
+
+		/* the path the admin named: its problems are a bad argument */
+		if (stat(o->lib, &st) < 0) {
+			free(r);
+			return out_fail(nvs_exit_for_path(errno), "Unable to find `%s' (the --lib given): %s", o->lib,
+					strerror(errno));
+		}
+		/* a patched copy (the folder, or a file in it) must be current, as for env */
+		snprintf(t, sizeof(t), "%s", o->lib);
+		if (realpath(S_ISDIR(st.st_mode) ? o->lib : dirname(t), dir) &&
+		    !copy_state(dir, &s, err, sizeof(err)) && s.stale) {
+			free(r);
+			return out_fail(NVS_EX_STALE, "STALE patched libcuda in %s: %s; run `%s libcuda patch --out %s' again",
+					dir, s.reason, PROG_NAME, dir);
+		}
 		vo.lib = o->lib;
 	} else {
 		ret = pick(o, path, sizeof(path));
@@ -661,6 +726,8 @@ static int cmd_verify(const struct opts *o)
 	gate_open = r->stage == 6 && !r->export_rc && r->fd >= 0;
 	if (rc)
 		ret = NVS_EX_FAIL;
+	else if (!r->stage && r->error[0] && o->lib)
+		ret = NVS_EX_USAGE;	/* the --lib named does not load as libcuda */
 	else if (r->stage < 3 && r->error[0])
 		ret = NVS_EX_MISSING;	/* no usable libcuda, no driver, no such device */
 	else if (r->stage < 5 && r->error[0])
@@ -677,11 +744,16 @@ static int cmd_verify(const struct opts *o)
 		out_bool(OUT_JSON, "ok", NULL, !ret);
 		out_int(OUT_JSON, "exit", NULL, ret);
 	}
-	show_verify(o, r, gate_open);
+	/* nothing loaded: no header that looks like a result, the error says it */
+	if (r->stage || out_json())
+		show_verify(o, r, gate_open);
 	if (out_end() < 0 && !ret)
 		ret = NVS_EX_FAIL;
 	if (r->error[0])
 		out_note("%s", r->error);
+	if (ret == NVS_EX_GATE)
+		out_note("The dma-buf gate of `%s' is closed: write a patched copy with `%s libcuda patch --out DIR' (--lib the driver's libcuda.so.<version> when the default is not it), check the copy with `%s libcuda verify --lib DIR', then load it with eval \"$(%s libcuda env --out DIR)\"",
+			 r->loaded, PROG_NAME, PROG_NAME, PROG_NAME);
 	free(r);
 	return ret;
 }

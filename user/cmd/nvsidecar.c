@@ -56,12 +56,12 @@ int main(int argc, const char *argv[])
 	if (argc == 2 && (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--version") ||
 			  !strcmp(argv[1], "version"))) {
 		printf("nvsidecar %s\n", NVS_TOOL_VERSION);
-		return 0;
+		return out_finish(NVS_EX_OK);
 	}
 	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
 			  !strcmp(argv[1], "help"))) {
 		show_usage(stdout);
-		return 0;
+		return out_finish(NVS_EX_OK);
 	}
 	if (argc == 1) {
 		show_usage(stderr);
@@ -72,7 +72,7 @@ int main(int argc, const char *argv[])
 		if (strcmp(argv[1], subcommands[i].name) || !subcommands[i].fn)
 			continue;
 		out_set_json(wants_json(argc, argv));
-		return subcommands[i].fn(argc - 1, argv + 1);
+		return out_finish(subcommands[i].fn(argc - 1, argv + 1));
 	}
 
 	out_set_json(wants_json(argc, argv));

@@ -332,6 +332,13 @@ int p2p_main(int argc, const char *argv[])
 				       NVS_EX_PERM : NVS_EX_USAGE, "Unable to use --nccl-log: %s", err);
 			goto out;
 		}
+		/* a log without NCCL lines cannot judge level 3: say so before the GPU work */
+		if (!nccl.nccl_lines) {
+			ret = out_fail(NVS_EX_USAGE,
+				       "Unable to use --nccl-log: no NCCL INFO or WARN lines in %zu line(s) of `%s': run the job with NCCL_DEBUG=INFO and pass its output",
+				       nccl.lines, strcmp(a.nccl_log, "-") ? a.nccl_log : "standard input");
+			goto out;
+		}
 	}
 	if (!nvs_pci_scan(&pci, a.pci_dump, NULL, 0, err, sizeof(err))) {
 		have_pci = true;

@@ -369,8 +369,8 @@ static int cuda_setup(struct run *r)
 	if ((r->o.mem == NVS_RMEM_HOST || r->o.src == NVS_RMEM_SRC_UDMABUF) &&
 	    (!r->o.loopback || r->o.peer_mem == NVS_RMEM_HOST || r->o.src == NVS_RMEM_SRC_UDMABUF))
 		return 0;
-	if (nvs_cuda_load(&r->cu, r->o.cuda_lib, err, sizeof(err)))
-		return fail(r, NVS_EX_MISSING, "%s", err);
+	if (nvs_cuda_load(&r->cu, r->o.cuda_lib, err, sizeof(err)))	/* a --cuda-lib named: a bad argument */
+		return fail(r, r->o.cuda_lib ? NVS_EX_USAGE : NVS_EX_MISSING, "%s", err);
 	r->cu_loaded = true;
 	cr = r->cu.cuInit(0);
 	if (!cr)

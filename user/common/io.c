@@ -34,6 +34,44 @@ static const char *kind_of(mode_t m)
 	return "not a regular file";
 }
 
+/*
+ * mkdir -p: each missing component with mode, the first real failure
+ * reported with the component it hit (mkdir's own errno, not the ENOENT a
+ * later step would see). A component that exists must be a directory.
+ */
+int nvs_make_dirs(const char *dir, mode_t mode, char *failed, size_t len)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	size_t n = strlen(dir);
+
+	if (!stat(dir, &st) && S_ISDIR(st.st_mode))
+		return 0;	/* there already: nothing touched */
+	if (!n || n >= sizeof(p)) {
+		snprintf(failed, len, "%s", dir);
+		return n ? -ENAMETOOLONG : -ENOENT;
+	}
+	memcpy(p, dir, n + 1);
+	for (char *s = p + 1;; ++s) {
+		char c = *s;
+
+		if (c && c != '/')
+			continue;
+		*s = 0;
+		if (mkdir(p, mode) < 0) {
+			int e = errno;
+
+			if (e != EEXIST || stat(p, &st) < 0 || !S_ISDIR(st.st_mode)) {
+				snprintf(failed, len, "%s", p);
+				return e == EEXIST ? -ENOTDIR : -e;
+			}
+		}
+		*s = c;
+		if (!c)
+			return 0;
+	}
+}
+
 int nvs_fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;

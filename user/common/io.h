@@ -49,6 +49,11 @@ int nvs_write_atomic(const char *dir, const char *name, const void *buf, size_t 
 		     char *err, size_t errlen);
 /* Removes temporaries that a killed run left in dir (named only briefly). */
 void nvs_clean_stale_temps(const char *dir);
+/*
+ * mkdir -p dir with mode for what it creates. 0, or -errno with the
+ * component that could not be created (or is not a directory) in failed.
+ */
+int nvs_make_dirs(const char *dir, mode_t mode, char *failed, size_t len);
 /* fsync a directory so that a rename in it is durable. */
 int nvs_fsync_dir(const char *dir);
 

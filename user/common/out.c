@@ -17,6 +17,8 @@ static struct {
 	bool json;
 	bool open;		/* a JSON document is being written */
 	bool failed;		/* the error document went out */
+	bool werr;		/* a failed write to stdout was reported */
+	int werrno;		/* the errno of the error document's failed flush */
 	int color;		/* -1 undecided */
 	struct json j;
 } st = { .color = -1 };
@@ -73,6 +75,25 @@ void out_begin(bool pretty)
 	st.open = true;
 }
 
+/*
+ * Flushes stdout; a failed write (a full disk, a closed pipe with SIGPIPE
+ * ignored) is said once on stderr, since the result it carried is lost.
+ */
+static int stdout_ok(void)
+{
+	int e;
+
+	errno = 0;
+	if (!fflush(stdout) && !ferror(stdout))
+		return 0;
+	/* a write that failed earlier (the error document's flush) left its errno */
+	e = errno ? errno : st.werrno ? st.werrno : EIO;
+	if (!st.werr)
+		fprintf(stderr, "write error: %s (standard output)\n", strerror(e));
+	st.werr = true;
+	return -e;
+}
+
 int out_end(void)
 {
 	if (st.json && st.open) {
@@ -80,9 +101,17 @@ int out_end(void)
 		json_end(&st.j);
 	}
 	st.open = false;
-	if (fflush(stdout) || ferror(stdout))
-		return -(errno ? errno : EIO);
-	return 0;
+	return stdout_ok();
+}
+
+int out_finish(int code)
+{
+	bool seen = st.werr;
+
+	/* a command that saw the failure in out_end() chose its code already */
+	if (stdout_ok() < 0 && !seen && code == NVS_EX_OK)
+		return NVS_EX_FAIL;
+	return code;
 }
 
 void out_obj(enum out_where w, const char *key)
@@ -218,7 +247,10 @@ static void error_doc(int code, const char *msg)
 	json_int(&j, "exit", code);
 	json_str(&j, "error", msg);
 	json_obj_close(&j);
+	errno = 0;
 	json_end(&j);
+	if (ferror(stdout))
+		st.werrno = errno ? errno : EIO;
 }
 
 static void vfail(int code, const char *fmt, va_list ap)

@@ -57,6 +57,12 @@ const char *out_cfg(enum out_color c);
  */
 void out_begin(bool pretty);
 int out_end(void);
+/*
+ * main()'s last word: flushes stdout and reports a failed write there on
+ * stderr (once; out_end() reports too). Returns code, or NVS_EX_FAIL when
+ * the command succeeded but its output was lost unseen.
+ */
+int out_finish(int code);
 
 void out_obj(enum out_where w, const char *key);
 void out_obj_end(enum out_where w);

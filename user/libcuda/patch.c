@@ -127,27 +127,27 @@ static int symlink_atomic(const char *dir, const char *name, const char *target,
 	return 0;
 }
 
-/* mkdir -p for the state directory (/var/lib/nvsidecar/libcuda). */
-static int make_dirs(const char *dir, char *err, size_t errlen)
+/* mkdir -p for the state directory (/var/lib/nvsidecar/libcuda) and --out. */
+static int make_dirs(const char *what, const char *dir, char *err, size_t errlen)
 {
-	char p[PATH_MAX];
+	char failed[PATH_MAX];
+	int ret = nvs_make_dirs(dir, 0755, failed, sizeof(failed));
 
-	if (!mkdir(dir, 0755) || errno == EEXIST)
-		return 0;
-	snprintf(p, sizeof(p), "%s", dir);
-	for (char *s = p + 1; *s; ++s)
-		if (*s == '/') {
-			*s = 0;
-			mkdir(p, 0755);
-			*s = '/';
-		}
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		int e = errno;
+	if (ret)
+		snprintf(err, errlen, "Unable to create the %s `%s'%s%s%s: %s%s", what, dir,
+			 strcmp(failed, dir) ? " (at `" : "", strcmp(failed, dir) ? failed : "",
+			 strcmp(failed, dir) ? "')" : "", strerror(-ret),
+			 ret == -EACCES || ret == -EPERM ? "; run as root or choose a directory you can write" : "");
+	return ret;
+}
 
-		snprintf(err, errlen, "Unable to create the state directory `%s': %s", dir, strerror(e));
-		return -e;
-	}
-	return 0;
+/* A byte that would end or rewrite a shell line or a terminal's output. */
+static bool has_control(const char *s)
+{
+	for (; *s; ++s)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
 }
 
 /*
@@ -172,29 +172,117 @@ static void previous_copy(const char *mpath, const char *outdir, const char *out
 	lc_manifest_free(&old);
 }
 
+/*
+ * The names a copy publishes in outdir may only replace what nvsidecar
+ * itself put there: nothing, the link it would write anyway, or (with this
+ * folder's manifest) libcuda.so.1 pointing to the copy the manifest names.
+ * Anything else is the admin's (a compat libcuda, a hand-made link) and is
+ * never replaced. ours is the manifest's copy, "" without one.
+ */
+static int check_name(const char *outdir, const char *name, const char *target, const char *ours,
+		      const char *out_sha, char *err, size_t errlen)
+{
+	char p[PATH_MAX + 160], cur[PATH_MAX], sha[65];
+	struct stat st;
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "%s/%s", outdir, name);
+	if (lstat(p, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!target) {
+		/* the copy itself: the manifest's own, or already byte-identical */
+		if (S_ISREG(st.st_mode) && (!strcmp(p, ours) || (!lc_sha256_file(p, sha) && !strcmp(sha, out_sha))))
+			return 0;
+	} else if (S_ISLNK(st.st_mode)) {
+		const char *b = strrchr(ours, '/');
+
+		n = readlink(p, cur, sizeof(cur) - 1);
+		cur[n > 0 ? n : 0] = 0;
+		if (n > 0 && (!strcmp(cur, target) ||
+			      (b && !strcmp(name, "libcuda.so.1") && !strcmp(cur, b + 1))))
+			return 0;
+	}
+	snprintf(err, errlen, "Refusing to replace `%s': it is %s that nvsidecar did not make (%s). Move it away, or pass another --out directory (a missing one is created)",
+		 p, S_ISLNK(st.st_mode) ? "a symbolic link" : S_ISREG(st.st_mode) ? "a file" : "an entry",
+		 ours[0] ? "the folder's " LC_MANIFEST_NAME " does not name it" : "the folder has no " LC_MANIFEST_NAME);
+	return -EINVAL;
+}
+
+/* realpath of the directory that holds path (path itself may be a link). */
+static bool dir_of(const char *path, char *dir)
+{
+	char t[PATH_MAX];
+	const char *b = strrchr(path, '/');
+
+	if (!b)
+		return realpath(".", dir);
+	snprintf(t, sizeof(t), "%.*s", b == path ? 1 : (int)(b - path), path);
+	return realpath(t, dir);
+}
+
 static int patch_copy(const struct lc_report *r, const char *out, const char *state, const uint8_t *img,
 		      mode_t mode, struct lc_manifest *m, struct lc_patch_result *res, char *err, size_t errlen)
 {
-	char name[128], cur[65], mpath[PATH_MAX + 64];
+	char name[128], cur[65], mpath[PATH_MAX + 64], srcdir[PATH_MAX], ours[PATH_MAX + 160] = "";
+	struct lc_manifest old;
 	int ret;
 
+	/* the admin's --out: created when missing, its errors are the admin's to fix */
+	res->bad_out = true;
+	if (has_control(out)) {
+		snprintf(err, errlen, "The output directory name contains a newline or control character; choose a plain name");
+		return -EINVAL;
+	}
+	ret = make_dirs("output directory", out, err, errlen);
+	if (ret)
+		return ret;
 	if (!realpath(out, res->outdir)) {
 		ret = -errno;
 		snprintf(err, errlen, "Unable to use the output directory `%s': %s", out, strerror(errno));
 		return ret;
 	}
-	snprintf(name, sizeof(name), "libcuda.so.%s", r->version);
-	snprintf(res->output, sizeof(res->output), "%s/%s", res->outdir, name);
-	if (!strcmp(res->output, r->path)) {
-		snprintf(err, errlen, "The output would overwrite the source `%s'; use --in-place for that, or another --out directory",
-			 r->path);
+	if (has_control(res->outdir)) {
+		snprintf(err, errlen, "The output directory `%s' resolves to a name with a newline or control character; choose a plain name",
+			 out);
 		return -EINVAL;
 	}
+	snprintf(name, sizeof(name), "libcuda.so.%s", r->version);
+	snprintf(res->output, sizeof(res->output), "%s/%s", res->outdir, name);
+	/*
+	 * The source's own folder holds the driver's libcuda.so.1 link: a copy
+	 * there would patch every program on the node (whatever the copy is
+	 * named, a version mismatch included). r->path is resolved, so a
+	 * --lib given as the soname link lands here too.
+	 */
+	if (dir_of(r->path, srcdir) && !strcmp(srcdir, res->outdir)) {
+		snprintf(err, errlen, "`%s' is the directory of the source library `%s': a copy there would replace the driver's own links. Pass a separate --out directory (e.g. /opt/libcuda-gdr/%s), or --in-place to patch the library itself with a backup",
+			 res->outdir, r->path, r->version);
+		return -EINVAL;
+	}
+	res->bad_out = false;
 	nvs_clean_stale_temps(res->outdir);
 	snprintf(mpath, sizeof(mpath), "%s/%s", res->outdir, LC_MANIFEST_NAME);
-	if (!lc_sha256_file(res->output, cur) && !strcmp(cur, res->output_sha256)) {
-		struct lc_manifest old;
+	if (!lc_manifest_read(mpath, &old, err, errlen)) {
+		const char *b = strrchr(old.output, '/');
 
+		if (b && (size_t)(b - old.output) == strlen(res->outdir) &&
+		    !strncmp(old.output, res->outdir, b - old.output))
+			snprintf(ours, sizeof(ours), "%s", old.output);
+		lc_manifest_free(&old);
+	}
+	err[0] = 0;
+	ret = check_name(res->outdir, name, NULL, ours, res->output_sha256, err, errlen);
+	if (!ret)
+		ret = check_name(res->outdir, "libcuda.so.1", name, ours, NULL, err, errlen);
+	if (!ret)
+		ret = check_name(res->outdir, "libcuda.so", "libcuda.so.1", ours, NULL, err, errlen);
+	if (ret) {
+		res->bad_out = true;
+		if (!err[0])
+			snprintf(err, errlen, "Unable to check `%s': %s", res->outdir, strerror(-ret));
+		return ret;
+	}
+	if (!lc_sha256_file(res->output, cur) && !strcmp(cur, res->output_sha256)) {
 		if (!lc_manifest_read(mpath, &old, err, errlen)) {
 			res->up_to_date = !strcmp(old.source_sha256, r->sha) &&
 					  !strcmp(old.output_sha256, res->output_sha256);
@@ -236,7 +324,7 @@ static int patch_in_place(const struct lc_report *r, const char *state, const ui
 {
 	char name[128], mpath[PATH_MAX], dir[PATH_MAX], bsha[65];
 	const char *b = strrchr(r->path, '/') + 1;
-	int ret = make_dirs(state, err, errlen);
+	int ret = make_dirs("state directory", state, err, errlen);
 
 	if (ret)
 		return ret;

@@ -18,6 +18,7 @@
 struct lc_patch_result {
 	bool up_to_date;		/* the copy was current: nothing written */
 	bool in_place;
+	bool bad_out;			/* the error is about --out (the admin's to fix) */
 	char source[PATH_MAX];
 	char source_sha256[65];
 	char driver_version[64];

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -9,14 +10,18 @@
 
 int nvs_cuda_load(struct nvs_cuda *cu, const char *path, char *err, size_t errlen)
 {
+	bool given = path;
+
 	memset(cu, 0, sizeof(*cu));
 	if (!path)
 		path = "libcuda.so.1";
 	/* RTLD_LOCAL: a patched copy must never leak symbols into other loads. */
 	cu->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!cu->handle) {
-		snprintf(err, errlen, "Unable to load %s: %s (is the NVIDIA driver installed?)",
-			 path, dlerror());
+		/* a path the admin named is the thing to check, not the driver */
+		snprintf(err, errlen, "Unable to load %s: %s%s", path, dlerror(),
+			 given ? " (check the path given: it must be a libcuda shared library)" :
+				 " (is the NVIDIA driver installed?)");
 		return -ENOENT;
 	}
 	snprintf(cu->path, sizeof(cu->path), "%s", path);

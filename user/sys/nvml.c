@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,12 +25,17 @@ int nvs_nvml_open(struct nvs_nvml *n, const char *path, char *err, size_t errlen
 {
 	nvmlReturn_t r;
 
+	bool given = path;
+
 	memset(n, 0, sizeof(*n));
 	if (!path)
 		path = "libnvidia-ml.so.1";
 	n->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!n->handle) {
-		snprintf(err, errlen, "Unable to load %s: %s (is the NVIDIA driver installed?)", path, dlerror());
+		/* a path the admin named is the thing to check, not the driver */
+		snprintf(err, errlen, "Unable to load %s: %s%s", path, dlerror(),
+			 given ? " (check the path given: it must be an NVML shared library, libnvidia-ml.so.1)" :
+				 " (is the NVIDIA driver installed?)");
 		return -ENOENT;
 	}
 	snprintf(n->path, sizeof(n->path), "%s", path);
