@@ -348,6 +348,16 @@ static void nvs_detach(struct nvs_gpu *gpu, const char *reason)
 	nvs_hwmon_unregister(gpu);
 }
 
+/* nvs_attach_lock held. Bound to a driver that hands the GPU to userspace. */
+static void nvs_detach_handed(struct nvs_gpu *gpu,
+			      const struct device_driver *drv)
+{
+	char why[sizeof(gpu->reason)];
+
+	snprintf(why, sizeof(why), "bound to %s", drv->name);
+	nvs_detach(gpu, why);
+}
+
 static bool nvs_match(struct pci_dev *pdev, const struct nvs_chip **chip,
 		      const char **name, int *bar, bool *simulated,
 		      bool *free_sim)
@@ -385,7 +395,7 @@ static void nvs_add(struct pci_dev *pdev)
 	const struct nvs_chip *chip;
 	struct nvs_gpu *gpu;
 	const char *name;
-	bool simulated, free_sim;
+	bool simulated, free_sim, bound;
 	unsigned int i;
 	int bar, ret;
 
@@ -445,17 +455,29 @@ static void nvs_add(struct pci_dev *pdev)
 	nvs_genl_event_gpu(gpu, NVS_EVENT_GPU_ADDED);
 
 	/*
-	 * Unlocked look at the driver: a bind or unbind racing with the scan
-	 * at load is followed by its notifier event, which sorts it out.
+	 * Unlocked look at the driver, which only a completed bind may trust:
+	 * dev->driver is set before the driver's probe() runs and cleared
+	 * after its remove() returns, so it alone cannot tell a GPU the driver
+	 * is still bringing up, or already tearing down, from one it owns.
+	 * The device links state can: the driver core sets
+	 * DL_DEV_DRIVER_BOUND before BUS_NOTIFY_BOUND_DRIVER and leaves it for
+	 * DL_DEV_UNBINDING before BUS_NOTIFY_UNBIND_DRIVER. Those events take
+	 * nvs_attach_lock, held here, and find this GPU from now on; one that
+	 * came before the GPU was listed changed the state first. So a GPU in
+	 * probe() or remove() stays unmapped until BOUND_DRIVER or
+	 * DRIVER_NOT_BOUND / UNBOUND_DRIVER settles it.
 	 */
 	drv = READ_ONCE(pdev->dev.driver);
+	bound = drv && READ_ONCE(pdev->dev.links.status) == DL_DEV_DRIVER_BOUND;
 	mutex_lock(&gpu->lock);
-	gpu->driver_bound = nvs_driver_owns(drv);
+	gpu->driver_bound = bound && nvs_driver_owns(drv);
 	mutex_unlock(&gpu->lock);
 	if (gpu->driver_bound || free_sim)
 		nvs_attach(gpu);
+	else if (bound)
+		nvs_detach_handed(gpu, drv);
 	else if (drv)
-		nvs_detach(gpu, "bound to vfio-pci");
+		nvs_detach(gpu, "driver probing or unbinding");
 	return;
 
 err_free_ring:
@@ -512,7 +534,7 @@ static int nvs_pci_notify(struct notifier_block *nb, unsigned long action,
 		if (gpu->driver_bound)
 			nvs_attach(gpu);
 		else if (!gpu->free_sim)
-			nvs_detach(gpu, "bound to vfio-pci");
+			nvs_detach_handed(gpu, pdev->dev.driver);
 		break;
 	case BUS_NOTIFY_UNBIND_DRIVER:
 		/*
