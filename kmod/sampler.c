@@ -274,7 +274,7 @@ static void nvs_reprobe(struct nvs_gpu *gpu, u64 now)
 		}
 		if (!absent && !st->present) {
 			st->present = true;
-			gpu->hwmon_stale = true;
+			WRITE_ONCE(gpu->hwmon_stale, true);
 			if (gpu->sampler)
 				wake_up_process(gpu->sampler);
 		}
@@ -293,7 +293,7 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 	int hottest = -1;
 	u32 raw;
 	DECLARE_BITMAP(rd, NVS_MAX_SENSORS);
-	s32 mc;
+	s32 mc = 0;	/* passed, unread, with valid false when a decode fails */
 	u64 now;
 
 	lockdep_assert_held(&gpu->lock);
