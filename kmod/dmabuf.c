@@ -217,6 +217,7 @@ static void nvs_classify_seg(struct iommu_domain *dom, dma_addr_t addr, u64 len,
 			     const struct nvs_bar_window *w, u64 *bytes)
 {
 	u64 done = 0, chunk;
+	unsigned long pages = 0;
 	phys_addr_t phys;
 
 	if (!dom) {
@@ -231,6 +232,14 @@ static void nvs_classify_seg(struct iommu_domain *dom, dma_addr_t addr, u64 len,
 		else
 			bytes[NVS_RANGE_OTHER] += chunk;
 		done += chunk;
+		/*
+		 * One segment can span gigabytes (iommu-dma merges up to the
+		 * importer's max_segment_size, a BAR1 range is one entry):
+		 * a million pages without a reschedule point would stall the
+		 * CPU on a non-preemptible kernel.
+		 */
+		if ((++pages & 1023) == 0)
+			cond_resched();
 	}
 }
 
