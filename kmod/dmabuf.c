@@ -430,8 +430,12 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 
 	/*
 	 * The exporter's own fences (a move, a clear) are waited for here,
-	 * holding nothing: no genetlink lock (the family is parallel_ops),
-	 * no PCI lock, so a busy buffer stalls only this request.
+	 * before any PCI lock. The family is parallel_ops, so genl_mutex is
+	 * not held, but genl_rcv() holds genetlink's cb_lock for read across
+	 * every doit: a (un)registration of any genetlink family waits for
+	 * this request meanwhile, and every genetlink message behind that
+	 * writer with it. Hence a bounded wait, and interruptible sleeps
+	 * everywhere the request may block on someone else.
 	 */
 	rep->step = NVS_DMABUF_STEP_FENCE;
 	left = compat_dma_resv_wait_kernel(buf->resv, true,
@@ -451,7 +455,10 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 	 * The importer's device lock keeps its driver bound and the device
 	 * registered (unbind and removal take it) while a mapping exists for
 	 * it; with an IOMMU, mapping for a device whose group is being torn
-	 * down is not safe. It blocks nothing else on the host.
+	 * down is not safe. While it is held, whatever else takes that lock
+	 * waits too: system suspend, the AER callbacks and
+	 * pci_reset_function() for the importer, which is why the probe
+	 * holds it only from the attach to the detach.
 	 */
 	rep->step = NVS_DMABUF_STEP_ATTACH;
 	ret = device_lock_interruptible(&ipdev->dev);
@@ -484,7 +491,12 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 	}
 
 	rep->step = NVS_DMABUF_STEP_MAP;
-	dma_resv_lock(buf->resv, NULL);
+	ret = dma_resv_lock_interruptible(buf->resv, NULL);
+	if (ret) {
+		ret = -EINTR;	/* netlink does not restart requests */
+		NL_SET_ERR_MSG(extack, "Interrupted while waiting for the exporter's reservation lock");
+		goto detach;
+	}
 	sgt = dma_buf_map_attachment(at, DMA_BIDIRECTIONAL);
 	dma_resv_unlock(buf->resv);
 	if (IS_ERR(sgt)) {
@@ -506,6 +518,7 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 	ret = 0;
 
 unmap:
+	/* not interruptible: the mapping must go before the detach */
 	dma_resv_lock(buf->resv, NULL);
 	dma_buf_unmap_attachment(at, sgt, DMA_BIDIRECTIONAL);
 	dma_resv_unlock(buf->resv);
