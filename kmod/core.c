@@ -4,8 +4,9 @@
  *
  * A PCI bus notifier follows devices as they come and go; at load the
  * devices already present are scanned. A GPU's registers are mapped only
- * while a driver other than vfio-pci owns it, because the owner may reset
- * or power off the device as it unbinds. The one exception is the tests'
+ * while a driver owns it (not one that hands it to a guest or userspace:
+ * vfio-pci, pci-stub, uio_pci_generic), because the owner may reset or
+ * power off the device as it unbinds. The one exception is the tests'
  * fixture device (sim= without "owned", gpu->free_sim), which is read
  * whether a driver is bound or not; sim=...:owned makes a simulated GPU
  * follow the same rules as a real one, so that tests can drive them.
@@ -248,10 +249,26 @@ err_unmap:
 	return -ENOMEM;
 }
 
-/* vfio-pci hands the device to a guest, which may reset it at any time. */
+/*
+ * Does the bound driver own the device itself, rather than hand it to a
+ * guest or to userspace, which may reset it at any time and whose DMA
+ * mappings are not the kernel's? The kernel says so since 5.19:
+ * driver_managed_dma is set by vfio-pci, every vfio-pci variant driver
+ * (mlx5_vfio_pci, nvgrace-gpu-vfio-pci, ...) and pci-stub. Before it, and
+ * for uio_pci_generic (which has no IOMMU isolation and does not set the
+ * flag), the names.
+ */
 static bool nvs_driver_owns(const struct device_driver *drv)
 {
-	return drv && strcmp(drv->name, "vfio-pci");
+	if (!drv)
+		return false;
+#ifdef COMPAT_PCI_DRIVER_MANAGED_DMA
+	if (to_pci_driver(drv)->driver_managed_dma)
+		return false;
+#endif
+	return strcmp(drv->name, "vfio-pci") &&
+	       strcmp(drv->name, "pci-stub") &&
+	       strcmp(drv->name, "uio_pci_generic");
 }
 
 /* A device that sim= names without ":owned" (the sim list is fixed at load). */
@@ -278,7 +295,7 @@ enum nvs_importer nvs_core_importer_check(struct pci_dev *pdev)
 	if (!drv)
 		return NVS_IMPORTER_NO_DRIVER;
 	if (!nvs_driver_owns(drv))
-		return NVS_IMPORTER_VFIO;
+		return NVS_IMPORTER_USERSPACE;
 	return NVS_IMPORTER_OK;
 }
 

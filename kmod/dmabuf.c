@@ -478,8 +478,8 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 		NL_SET_ERR_MSG(extack, "The importer has no driver: bind its own driver (the NIC's) first");
 		ret = -EPERM;
 		goto refused;
-	case NVS_IMPORTER_VFIO:
-		NL_SET_ERR_MSG(extack, "The importer belongs to vfio-pci (a guest owns it): probe inside the guest");
+	case NVS_IMPORTER_USERSPACE:
+		NL_SET_ERR_MSG(extack, "The importer's driver hands it to a guest or to userspace (vfio-pci, pci-stub, uio_pci_generic): bind the NIC's own driver, or probe inside the guest");
 		ret = -EPERM;
 		goto refused;
 	}
