@@ -91,6 +91,8 @@ struct nvs_gpu {
 	u64 last_mem_ns;		/* ... and of the last memory pass tried */
 	u64 next_reprobe_ns;
 	struct nvs_sensor sensor[NVS_MAX_SENSORS];
+	/* alarms changed in this pass: events sent once access has ended */
+	DECLARE_BITMAP(alarm_changed, NVS_MAX_SENSORS);
 	u64 samples;
 	u64 unavailable;
 	u64 mmio_reads;			/* every readl() of a register */
