@@ -17,6 +17,8 @@
  */
 #include <linux/dma-buf.h>
 #include <linux/dma-direction.h>
+#include <linux/dma-map-ops.h>
+#include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
 #include <linux/iommu.h>
 #include <linux/ioport.h>
@@ -314,6 +316,35 @@ static struct pci_dev *nvs_dmabuf_gpu_pdev(struct nvs_gpu *gpu)
 	return pdev;
 }
 
+/*
+ * Would mapping the buffer for dev have side effects on its contents? A
+ * static exporter maps at attach time, and dma_buf_detach() unmaps, with
+ * DMA_BIDIRECTIONAL whatever direction the probe asks for. Through a
+ * swiotlb bounce buffer that unmap copies the bounce slot, a snapshot
+ * taken at attach, back over the pages: every write to the buffer between
+ * attach and detach would be reverted. On a device that is not
+ * DMA-coherent the unmap invalidates the CPU caches over the buffer, and
+ * lines dirtied meanwhile are lost. Neither is a probe's to risk: true
+ * when the mapping may have such effects, with extack saying which.
+ */
+static bool nvs_dmabuf_side_effects(struct device *dev,
+				    struct netlink_ext_ack *extack)
+{
+	if (compat_swiotlb_force_bounce(dev)) {
+		NL_SET_ERR_MSG(extack, "The importer's DMA always goes through swiotlb bounce buffers (swiotlb=force or a confidential guest): a probe would write its attach-time copy back over the buffer; not probed");
+		return true;
+	}
+	if (dma_addressing_limited(dev)) {
+		NL_SET_ERR_MSG(extack, "The importer's DMA mask does not reach all of memory: its mappings may bounce through swiotlb, and a probe would write the bounce copy back over the buffer; not probed");
+		return true;
+	}
+	if (!dev_is_dma_coherent(dev)) {
+		NL_SET_ERR_MSG(extack, "The importer is not DMA-coherent: unmapping after a probe would discard CPU writes to the buffer; not probed");
+		return true;
+	}
+	return false;
+}
+
 /* The importer, referenced; the policy check comes under its device lock. */
 static int nvs_dmabuf_importer(const char *importer, struct pci_dev *gpu_pdev,
 			       struct pci_dev **out, struct netlink_ext_ack *extack)
@@ -481,6 +512,10 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 	case NVS_IMPORTER_USERSPACE:
 		NL_SET_ERR_MSG(extack, "The importer's driver hands it to a guest or to userspace (vfio-pci, pci-stub, uio_pci_generic): bind the NIC's own driver, or probe inside the guest");
 		ret = -EPERM;
+		goto refused;
+	}
+	if (nvs_dmabuf_side_effects(&ipdev->dev, extack)) {
+		ret = -EOPNOTSUPP;
 		goto refused;
 	}
 	at = dma_buf_dynamic_attach(buf, &ipdev->dev, &nvs_dmabuf_attach_ops, &imp);
