@@ -263,7 +263,8 @@ static bool nvs_driver_owns(const struct device_driver *drv)
 	if (!drv)
 		return false;
 #ifdef COMPAT_PCI_DRIVER_MANAGED_DMA
-	if (to_pci_driver(drv)->driver_managed_dma)
+	/* container_of: 6.1's to_pci_driver() takes no const pointer */
+	if (container_of(drv, struct pci_driver, driver)->driver_managed_dma)
 		return false;
 #endif
 	return strcmp(drv->name, "vfio-pci") &&
