@@ -65,6 +65,7 @@ echo "[${SECONDS}s] load while the owner probes or unbinds"
 win_ms=$((OWN_DEBUG ? 6000 : 3000))
 nvs_unload
 own_set probe_delay_ms "$win_ms"
+# shellcheck disable=SC2034 # ps is read by wait_for's expression
 ps=$(<"$OWN_PARAMS/probes_started") pd=$(<"$OWN_PARAMS/probes")
 d1=$(own_dev 1)
 echo nvsowner >"$d1/driver_override"

@@ -88,6 +88,7 @@ if own_load autosuspend_ms=-1 && own_bind "$impn"; then
 else
 	t_fail review-dmabuf-owned-bound-accepted "nvsowner did not load or bind $imp"
 fi
+# shellcheck disable=SC2154 # _nvs_rmmod: guest-lib.sh
 [[ -d /sys/module/nvsowner ]] && "${_nvs_rmmod[@]}" nvsowner
 # user_driver_bind DRIVER: binds DRIVER to the importer; false when it does
 # not bind (no module, or the device does not suit it)
