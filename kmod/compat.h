@@ -18,6 +18,7 @@
 #include <linux/moduleparam.h>
 #include <linux/pm_runtime.h>
 #include <linux/scatterlist.h>
+#include <linux/swiotlb.h>
 #include <net/genetlink.h>
 #include "conftest.h"
 
@@ -120,6 +121,13 @@ static inline bool compat_dma_resv_kernel_signaled(struct dma_resv *resv)
 	return dma_resv_test_signaled_rcu(resv, false);
 #endif
 }
+
+/* 5.16: every streaming mapping of dev goes through a swiotlb bounce buffer */
+#ifdef COMPAT_SWIOTLB_FORCE_BOUNCE
+#define compat_swiotlb_force_bounce(dev) is_swiotlb_force_bounce(dev)
+#else
+#define compat_swiotlb_force_bounce(dev) ((void)(dev), false)
+#endif
 
 /* 6.2: a P2PDMA segment mapped as a PCI bus address, not through the IOMMU */
 #ifdef COMPAT_SG_DMA_IS_BUS_ADDRESS

@@ -121,6 +121,19 @@ long nvs_conftest(struct dma_resv *r)
 { return dma_resv_wait_timeout(r, false, true, 1) +
 	 dma_resv_test_signaled(r, false); }'
 
+# 5.19: pci_driver.driver_managed_dma, set by the drivers that hand the
+# device's DMA (its IOMMU group) to userspace: vfio-pci, its variant
+# drivers, pci-stub.
+probe PCI_DRIVER_MANAGED_DMA '#include <linux/pci.h>
+bool nvs_conftest(const struct pci_driver *d);
+bool nvs_conftest(const struct pci_driver *d) { return d->driver_managed_dma; }'
+
+# 5.16: is_swiotlb_force_bounce() (swiotlb=force, confidential guests,
+# restricted DMA pools).
+probe SWIOTLB_FORCE_BOUNCE '#include <linux/swiotlb.h>
+bool nvs_conftest(struct device *d);
+bool nvs_conftest(struct device *d) { return is_swiotlb_force_bounce(d); }'
+
 # 6.2: P2PDMA segments mapped as PCI bus addresses (no IOMMU translation).
 probe SG_DMA_IS_BUS_ADDRESS '#include <linux/scatterlist.h>
 bool nvs_conftest(struct scatterlist *sg);

@@ -4,8 +4,9 @@
  *
  * A PCI bus notifier follows devices as they come and go; at load the
  * devices already present are scanned. A GPU's registers are mapped only
- * while a driver other than vfio-pci owns it, because the owner may reset
- * or power off the device as it unbinds. The one exception is the tests'
+ * while a driver owns it (not one that hands it to a guest or userspace:
+ * vfio-pci, pci-stub, uio_pci_generic), because the owner may reset or
+ * power off the device as it unbinds. The one exception is the tests'
  * fixture device (sim= without "owned", gpu->free_sim), which is read
  * whether a driver is bound or not; sim=...:owned makes a simulated GPU
  * follow the same rules as a real one, so that tests can drive them.
@@ -248,10 +249,27 @@ err_unmap:
 	return -ENOMEM;
 }
 
-/* vfio-pci hands the device to a guest, which may reset it at any time. */
+/*
+ * Does the bound driver own the device itself, rather than hand it to a
+ * guest or to userspace, which may reset it at any time and whose DMA
+ * mappings are not the kernel's? The kernel says so since 5.19:
+ * driver_managed_dma is set by vfio-pci, every vfio-pci variant driver
+ * (mlx5_vfio_pci, nvgrace-gpu-vfio-pci, ...) and pci-stub. Before it, and
+ * for uio_pci_generic (which has no IOMMU isolation and does not set the
+ * flag), the names.
+ */
 static bool nvs_driver_owns(const struct device_driver *drv)
 {
-	return drv && strcmp(drv->name, "vfio-pci");
+	if (!drv)
+		return false;
+#ifdef COMPAT_PCI_DRIVER_MANAGED_DMA
+	/* container_of: 6.1's to_pci_driver() takes no const pointer */
+	if (container_of(drv, struct pci_driver, driver)->driver_managed_dma)
+		return false;
+#endif
+	return strcmp(drv->name, "vfio-pci") &&
+	       strcmp(drv->name, "pci-stub") &&
+	       strcmp(drv->name, "uio_pci_generic");
 }
 
 /* A device that sim= names without ":owned" (the sim list is fixed at load). */
@@ -278,7 +296,7 @@ enum nvs_importer nvs_core_importer_check(struct pci_dev *pdev)
 	if (!drv)
 		return NVS_IMPORTER_NO_DRIVER;
 	if (!nvs_driver_owns(drv))
-		return NVS_IMPORTER_VFIO;
+		return NVS_IMPORTER_USERSPACE;
 	return NVS_IMPORTER_OK;
 }
 
@@ -348,6 +366,16 @@ static void nvs_detach(struct nvs_gpu *gpu, const char *reason)
 	nvs_hwmon_unregister(gpu);
 }
 
+/* nvs_attach_lock held. Bound to a driver that hands the GPU to userspace. */
+static void nvs_detach_handed(struct nvs_gpu *gpu,
+			      const struct device_driver *drv)
+{
+	char why[sizeof(gpu->reason)];
+
+	snprintf(why, sizeof(why), "bound to %s", drv->name);
+	nvs_detach(gpu, why);
+}
+
 static bool nvs_match(struct pci_dev *pdev, const struct nvs_chip **chip,
 		      const char **name, int *bar, bool *simulated,
 		      bool *free_sim)
@@ -385,7 +413,7 @@ static void nvs_add(struct pci_dev *pdev)
 	const struct nvs_chip *chip;
 	struct nvs_gpu *gpu;
 	const char *name;
-	bool simulated, free_sim;
+	bool simulated, free_sim, bound;
 	unsigned int i;
 	int bar, ret;
 
@@ -445,17 +473,29 @@ static void nvs_add(struct pci_dev *pdev)
 	nvs_genl_event_gpu(gpu, NVS_EVENT_GPU_ADDED);
 
 	/*
-	 * Unlocked look at the driver: a bind or unbind racing with the scan
-	 * at load is followed by its notifier event, which sorts it out.
+	 * Unlocked look at the driver, which only a completed bind may trust:
+	 * dev->driver is set before the driver's probe() runs and cleared
+	 * after its remove() returns, so it alone cannot tell a GPU the driver
+	 * is still bringing up, or already tearing down, from one it owns.
+	 * The device links state can: the driver core sets
+	 * DL_DEV_DRIVER_BOUND before BUS_NOTIFY_BOUND_DRIVER and leaves it for
+	 * DL_DEV_UNBINDING before BUS_NOTIFY_UNBIND_DRIVER. Those events take
+	 * nvs_attach_lock, held here, and find this GPU from now on; one that
+	 * came before the GPU was listed changed the state first. So a GPU in
+	 * probe() or remove() stays unmapped until BOUND_DRIVER or
+	 * DRIVER_NOT_BOUND / UNBOUND_DRIVER settles it.
 	 */
 	drv = READ_ONCE(pdev->dev.driver);
+	bound = drv && READ_ONCE(pdev->dev.links.status) == DL_DEV_DRIVER_BOUND;
 	mutex_lock(&gpu->lock);
-	gpu->driver_bound = nvs_driver_owns(drv);
+	gpu->driver_bound = bound && nvs_driver_owns(drv);
 	mutex_unlock(&gpu->lock);
 	if (gpu->driver_bound || free_sim)
 		nvs_attach(gpu);
+	else if (bound)
+		nvs_detach_handed(gpu, drv);
 	else if (drv)
-		nvs_detach(gpu, "bound to vfio-pci");
+		nvs_detach(gpu, "driver probing or unbinding");
 	return;
 
 err_free_ring:
@@ -512,7 +552,7 @@ static int nvs_pci_notify(struct notifier_block *nb, unsigned long action,
 		if (gpu->driver_bound)
 			nvs_attach(gpu);
 		else if (!gpu->free_sim)
-			nvs_detach(gpu, "bound to vfio-pci");
+			nvs_detach_handed(gpu, pdev->dev.driver);
 		break;
 	case BUS_NOTIFY_UNBIND_DRIVER:
 		/*

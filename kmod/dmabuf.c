@@ -17,6 +17,8 @@
  */
 #include <linux/dma-buf.h>
 #include <linux/dma-direction.h>
+#include <linux/dma-map-ops.h>
+#include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
 #include <linux/iommu.h>
 #include <linux/ioport.h>
@@ -217,6 +219,7 @@ static void nvs_classify_seg(struct iommu_domain *dom, dma_addr_t addr, u64 len,
 			     const struct nvs_bar_window *w, u64 *bytes)
 {
 	u64 done = 0, chunk;
+	unsigned long pages = 0;
 	phys_addr_t phys;
 
 	if (!dom) {
@@ -231,6 +234,14 @@ static void nvs_classify_seg(struct iommu_domain *dom, dma_addr_t addr, u64 len,
 		else
 			bytes[NVS_RANGE_OTHER] += chunk;
 		done += chunk;
+		/*
+		 * One segment can span gigabytes (iommu-dma merges up to the
+		 * importer's max_segment_size, a BAR1 range is one entry):
+		 * a million pages without a reschedule point would stall the
+		 * CPU on a non-preemptible kernel.
+		 */
+		if ((++pages & 1023) == 0)
+			cond_resched();
 	}
 }
 
@@ -303,6 +314,35 @@ static struct pci_dev *nvs_dmabuf_gpu_pdev(struct nvs_gpu *gpu)
 		pdev = pci_dev_get(gpu->pdev);
 	mutex_unlock(&gpu->lock);
 	return pdev;
+}
+
+/*
+ * Would mapping the buffer for dev have side effects on its contents? A
+ * static exporter maps at attach time, and dma_buf_detach() unmaps, with
+ * DMA_BIDIRECTIONAL whatever direction the probe asks for. Through a
+ * swiotlb bounce buffer that unmap copies the bounce slot, a snapshot
+ * taken at attach, back over the pages: every write to the buffer between
+ * attach and detach would be reverted. On a device that is not
+ * DMA-coherent the unmap invalidates the CPU caches over the buffer, and
+ * lines dirtied meanwhile are lost. Neither is a probe's to risk: true
+ * when the mapping may have such effects, with extack saying which.
+ */
+static bool nvs_dmabuf_side_effects(struct device *dev,
+				    struct netlink_ext_ack *extack)
+{
+	if (compat_swiotlb_force_bounce(dev)) {
+		NL_SET_ERR_MSG(extack, "The importer's DMA always goes through swiotlb bounce buffers (swiotlb=force or a confidential guest): a probe would write its attach-time copy back over the buffer; not probed");
+		return true;
+	}
+	if (dma_addressing_limited(dev)) {
+		NL_SET_ERR_MSG(extack, "The importer's DMA mask does not reach all of memory: its mappings may bounce through swiotlb, and a probe would write the bounce copy back over the buffer; not probed");
+		return true;
+	}
+	if (!dev_is_dma_coherent(dev)) {
+		NL_SET_ERR_MSG(extack, "The importer is not DMA-coherent: unmapping after a probe would discard CPU writes to the buffer; not probed");
+		return true;
+	}
+	return false;
 }
 
 /* The importer, referenced; the policy check comes under its device lock. */
@@ -421,8 +461,12 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 
 	/*
 	 * The exporter's own fences (a move, a clear) are waited for here,
-	 * holding nothing: no genetlink lock (the family is parallel_ops),
-	 * no PCI lock, so a busy buffer stalls only this request.
+	 * before any PCI lock. The family is parallel_ops, so genl_mutex is
+	 * not held, but genl_rcv() holds genetlink's cb_lock for read across
+	 * every doit: a (un)registration of any genetlink family waits for
+	 * this request meanwhile, and every genetlink message behind that
+	 * writer with it. Hence a bounded wait, and interruptible sleeps
+	 * everywhere the request may block on someone else.
 	 */
 	rep->step = NVS_DMABUF_STEP_FENCE;
 	left = compat_dma_resv_wait_kernel(buf->resv, true,
@@ -442,7 +486,10 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 	 * The importer's device lock keeps its driver bound and the device
 	 * registered (unbind and removal take it) while a mapping exists for
 	 * it; with an IOMMU, mapping for a device whose group is being torn
-	 * down is not safe. It blocks nothing else on the host.
+	 * down is not safe. While it is held, whatever else takes that lock
+	 * waits too: system suspend, the AER callbacks and
+	 * pci_reset_function() for the importer, which is why the probe
+	 * holds it only from the attach to the detach.
 	 */
 	rep->step = NVS_DMABUF_STEP_ATTACH;
 	ret = device_lock_interruptible(&ipdev->dev);
@@ -462,9 +509,13 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 		NL_SET_ERR_MSG(extack, "The importer has no driver: bind its own driver (the NIC's) first");
 		ret = -EPERM;
 		goto refused;
-	case NVS_IMPORTER_VFIO:
-		NL_SET_ERR_MSG(extack, "The importer belongs to vfio-pci (a guest owns it): probe inside the guest");
+	case NVS_IMPORTER_USERSPACE:
+		NL_SET_ERR_MSG(extack, "The importer's driver hands it to a guest or to userspace (vfio-pci, pci-stub, uio_pci_generic): bind the NIC's own driver, or probe inside the guest");
 		ret = -EPERM;
+		goto refused;
+	}
+	if (nvs_dmabuf_side_effects(&ipdev->dev, extack)) {
+		ret = -EOPNOTSUPP;
 		goto refused;
 	}
 	at = dma_buf_dynamic_attach(buf, &ipdev->dev, &nvs_dmabuf_attach_ops, &imp);
@@ -475,7 +526,12 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 	}
 
 	rep->step = NVS_DMABUF_STEP_MAP;
-	dma_resv_lock(buf->resv, NULL);
+	ret = dma_resv_lock_interruptible(buf->resv, NULL);
+	if (ret) {
+		ret = -EINTR;	/* netlink does not restart requests */
+		NL_SET_ERR_MSG(extack, "Interrupted while waiting for the exporter's reservation lock");
+		goto detach;
+	}
 	sgt = dma_buf_map_attachment(at, DMA_BIDIRECTIONAL);
 	dma_resv_unlock(buf->resv);
 	if (IS_ERR(sgt)) {
@@ -497,6 +553,7 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 	ret = 0;
 
 unmap:
+	/* not interruptible: the mapping must go before the detach */
 	dma_resv_lock(buf->resv, NULL);
 	dma_buf_unmap_attachment(at, sgt, DMA_BIDIRECTIONAL);
 	dma_resv_unlock(buf->resv);

@@ -756,7 +756,10 @@ static struct genl_family nvs_genl_family __ro_after_init = {
 	 * The ops do their own locking (nvs_gpus_lock, gpu->lock) and never
 	 * rely on genl_mutex. Without this, a dma-buf probe waiting on a
 	 * fence would hold genl_mutex, and every generic netlink user on the
-	 * host (nlctrl family lookups included) with it.
+	 * host (nlctrl family lookups included) with it. genl_rcv() still
+	 * holds cb_lock for read across each doit, which a family
+	 * (un)registration takes for write: the probe bounds and makes
+	 * interruptible what it waits for (dmabuf.c).
 	 */
 	.parallel_ops = true,
 };

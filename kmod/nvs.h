@@ -69,7 +69,8 @@ struct nvs_gpu {
 	 * A simulated GPU read whatever its driver does (sim= without
 	 * "owned"): the tests' fixture device. Every other GPU, real or
 	 * simulated with "owned", follows the ownership rules: it is read
-	 * only while a driver other than vfio-pci is bound.
+	 * only while a driver other than vfio-pci (or pci-stub, or
+	 * uio_pci_generic) is bound.
 	 */
 	bool free_sim;
 
@@ -90,6 +91,8 @@ struct nvs_gpu {
 	u64 last_mem_ns;		/* ... and of the last memory pass tried */
 	u64 next_reprobe_ns;
 	struct nvs_sensor sensor[NVS_MAX_SENSORS];
+	/* alarms changed in this pass: events sent once access has ended */
+	DECLARE_BITMAP(alarm_changed, NVS_MAX_SENSORS);
 	u64 samples;
 	u64 unavailable;
 	u64 mmio_reads;			/* every readl() of a register */
@@ -119,14 +122,15 @@ const char *nvs_gpu_busid(const struct nvs_gpu *gpu);		/* pci_name() */
 int nvs_core_init(const char *sim);
 /*
  * dmabuf.c, device_lock(&pdev->dev) held: may a buffer be mapped for pdev?
- * Only if a driver other than vfio-pci owns it, or it is a simulated GPU
- * without ":owned" (the tests' stand-in, which has no driver).
+ * Only if a driver owns it that does not hand it to a guest or userspace
+ * (vfio-pci and its variants, pci-stub, uio_pci_generic), or it is a
+ * simulated GPU without ":owned" (the tests' stand-in, which has no driver).
  */
 enum nvs_importer {
 	NVS_IMPORTER_OK,
 	NVS_IMPORTER_REMOVED,
 	NVS_IMPORTER_NO_DRIVER,
-	NVS_IMPORTER_VFIO,
+	NVS_IMPORTER_USERSPACE,
 };
 enum nvs_importer nvs_core_importer_check(struct pci_dev *pdev);
 void nvs_core_uninit(void);

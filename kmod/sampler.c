@@ -83,14 +83,22 @@ static bool nvs_in_d0(struct pci_dev *pdev)
  * The checks alone would be check-then-use: a reset started between them
  * and the reads (sysfs "reset", a driver's pci_reset_function()) turns
  * decoding off and resets the device under the reads, which some servers
- * escalate to a fatal error. Every reset path holds the device's config
- * access lock (pci_dev_lock()) for the whole reset, so holding it across
- * the pass excludes them; a pass that finds it taken is skipped instead of
- * waiting. It blocks only userspace config accesses (lspci), for the few
- * microseconds of a pass; the kernel's own config reads below still work.
+ * escalate to a fatal error. The resets done through pci_dev_lock() or
+ * pci_bus_lock() (pci_reset_function(), pci_try_reset_function(), slot and
+ * bus resets, sysfs "reset") hold the device's config access lock for the
+ * whole reset, so holding it across the pass excludes them; a pass that
+ * finds it taken is skipped instead of waiting. A driver's own
+ * pci_reset_function_locked() or pcie_flr(), DPC and surprise removal take
+ * no such lock: only the owner's unbind (which stops the reads first) and
+ * the all-ones check cover those. While it is held, resets and userspace
+ * config accesses (lspci, setpci) sleep uninterruptibly, so nothing that
+ * may sleep long runs under it: no allocation, no netlink event; status
+ * changes and threshold events are sent once it is dropped. The kernel's
+ * own config reads below still work.
  */
 static bool nvs_access_begin(struct nvs_gpu *gpu, bool *rpm)
 {
+	enum nvs_status st = NVS_STATUS_UNAVAILABLE;
 	struct pci_dev *pdev = gpu->pdev;
 	char why[48];
 	u16 cmd;
@@ -103,38 +111,35 @@ static bool nvs_access_begin(struct nvs_gpu *gpu, bool *rpm)
 		return false;
 	}
 	if (pci_channel_offline(pdev)) {
-		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE,
-				   "PCI channel offline");
+		strscpy(why, "PCI channel offline", sizeof(why));
 		goto err_unlock;
 	}
 
 	ret = compat_rpm_get_if_active(&pdev->dev);
 	if (ret == 0) {
-		nvs_gpu_set_status(gpu, NVS_STATUS_ASLEEP, "runtime-suspended");
+		st = NVS_STATUS_ASLEEP;
+		strscpy(why, "runtime-suspended", sizeof(why));
 		goto err_unlock;
 	}
 	if (ret > 0) {
 		*rpm = true;
 	} else if (ret != -EINVAL) {	/* -EINVAL: runtime PM disabled */
 		snprintf(why, sizeof(why), "runtime PM error %d", ret);
-		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE, why);
 		goto err_unlock;
 	}
 
 	if (!nvs_in_d0(pdev)) {
+		st = NVS_STATUS_ASLEEP;
 		snprintf(why, sizeof(why), "in %s",
 			 pci_power_name(pdev->current_state));
-		nvs_gpu_set_status(gpu, NVS_STATUS_ASLEEP, why);
 		goto err_put;
 	}
 	if (pci_read_config_word(pdev, PCI_COMMAND, &cmd) || cmd == 0xffff) {
-		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE,
-				   "config space unreadable");
+		strscpy(why, "config space unreadable", sizeof(why));
 		goto err_put;
 	}
 	if (!(cmd & PCI_COMMAND_MEMORY)) {
-		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE,
-				   "memory decoding disabled");
+		strscpy(why, "memory decoding disabled", sizeof(why));
 		goto err_put;
 	}
 	return true;
@@ -145,15 +150,23 @@ err_put:
 	*rpm = false;
 err_unlock:
 	pci_cfg_access_unlock(pdev);
+	nvs_gpu_set_status(gpu, st, why);	/* may allocate: after the unlock */
 	return false;
 }
 
+/* Ends the access, then sends the threshold events the pass queued. */
 static void nvs_access_end(struct nvs_gpu *gpu, bool rpm)
 {
+	unsigned int i;
+
 	/* pm_runtime_put(), not _autosuspend: it must not extend the timer */
 	if (rpm)
 		pm_runtime_put(&gpu->pdev->dev);
 	pci_cfg_access_unlock(gpu->pdev);
+
+	for_each_set_bit(i, gpu->alarm_changed, NVS_MAX_SENSORS)
+		nvs_genl_event_threshold(gpu, i, gpu->sensor[i].alarm);
+	bitmap_zero(gpu->alarm_changed, NVS_MAX_SENSORS);
 }
 
 static u32 nvs_read(struct nvs_gpu *gpu, u32 off)
@@ -217,7 +230,8 @@ static void nvs_update(struct nvs_gpu *gpu, unsigned int i, bool valid, s32 mc)
 		st->crossings++;
 		gpu->crossings++;
 	}
-	nvs_genl_event_threshold(gpu, i, above);
+	/* inside the pass: nvs_access_end() sends the event */
+	__set_bit(i, gpu->alarm_changed);
 }
 
 /* Appends the current readings to the ring as sample gpu->seq + 1. */
@@ -274,7 +288,7 @@ static void nvs_reprobe(struct nvs_gpu *gpu, u64 now)
 		}
 		if (!absent && !st->present) {
 			st->present = true;
-			gpu->hwmon_stale = true;
+			WRITE_ONCE(gpu->hwmon_stale, true);
 			if (gpu->sampler)
 				wake_up_process(gpu->sampler);
 		}
@@ -293,7 +307,7 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 	int hottest = -1;
 	u32 raw;
 	DECLARE_BITMAP(rd, NVS_MAX_SENSORS);
-	s32 mc;
+	s32 mc = 0;	/* passed, unread, with valid false when a decode fails */
 	u64 now;
 
 	lockdep_assert_held(&gpu->lock);

@@ -90,7 +90,8 @@
  * NVS_CMD_DMABUF_PROBE
  *   do; CAP_NET_ADMIN (GENL_ADMIN_PERM) and CAP_SYS_ADMIN. Takes a file
  *   descriptor of the calling process. The importer must be owned by a
- *   driver other than vfio-pci (a simulated GPU without ":owned" excepted).
+ *   driver that keeps it (not vfio-pci or its variants, pci-stub or
+ *   uio_pci_generic; a simulated GPU without ":owned" excepted).
  *   The exporter's fences are waited for (5 s at most) before the import;
  *   a buffer the exporter starts moving for the mapping is reported at
  *   STEP FENCE with ERRNO EBUSY instead of being waited for.
@@ -119,7 +120,8 @@
  *   plain errors: -EBADF (not an fd), -EINVAL (not a dma-buf, or neither
  *   IMPORTER nor GPU_INDEX given), -ERANGE (negative fd), -ENODEV (no such
  *   importer or GPU, or it was removed), -EPERM (capabilities, or an
- *   importer without a driver or owned by vfio-pci; extack says which).
+ *   importer without a driver or owned by one that hands it to a guest or
+ *   userspace; extack says which).
  *
  * NVS_CMD_EVENT (multicast, group "events", never requested; any user may
  * subscribe: it carries nothing that hwmon and sysfs do not show to all)

@@ -7,6 +7,9 @@
 # runtime PM is t-owned-pm.sh):
 #   - attach when the owner binds (also when it was bound before the load),
 #     detach before an unbind completes;
+#   - the scan at load leaves alone a GPU whose owner is still in probe()
+#     or already in remove() (nvsowner's probe_delay_ms, remove_delay_ms),
+#     and attaches once the bind completes;
 #   - no register read once an unbind has started: the owner's remove()
 #     writes a trap value into ch0 and then takes 1.5 s, mmio_reads must not
 #     move and the trap must never show as a reading; the same trap with the
@@ -50,6 +53,58 @@ nvs_unload
 load_owned || { t_fail owned-bind-reload "insmod failed"; exit 0; }
 wait_for 5 '[[ $(st 0) == ok ]]'
 t_eq owned-attach-at-load "$(st 0) / $(st 1)" "ok / no-driver: no driver bound"
+
+# --- the scan at load: an owner still in probe() or already in remove() ------
+echo "[${SECONDS}s] load while the owner probes or unbinds"
+# dev->driver is set before the driver's probe() runs and cleared only after
+# its remove() returns: the scan at load must not take either for a bound
+# driver. nvsowner's probe() (then its remove()) sleeps with the device
+# enabled while nvsidecar loads: no register read and no "ok" until the
+# bind completes; none at all through the unbind. Each window is checked to
+# be still open when the status is read.
+win_ms=$((OWN_DEBUG ? 6000 : 3000))
+nvs_unload
+own_set probe_delay_ms "$win_ms"
+# shellcheck disable=SC2034 # ps is read by wait_for's expression
+ps=$(<"$OWN_PARAMS/probes_started") pd=$(<"$OWN_PARAMS/probes")
+d1=$(own_dev 1)
+echo nvsowner >"$d1/driver_override"
+echo "${d1##*/}" >/sys/bus/pci/drivers_probe &
+bpid=$!
+wait_for 5 '(($(<"$OWN_PARAMS/probes_started") > ps))'
+load_owned || { t_fail owned-bind-reload "insmod failed"; exit 0; }
+nvs_sleep 0.5
+w_status=$(st 1) w_reads=$(reads 1) w_open=$(($(<"$OWN_PARAMS/probes") == pd))
+wait "$bpid"
+own_set probe_delay_ms 0
+if ((w_open)); then
+	t_eq owned-load-in-probe "$w_status, reads $w_reads" \
+		"no-driver: driver probing or unbinding, reads 0"
+else
+	t_fail owned-load-in-probe "probe() returned before the check (window ${win_ms} ms too short for this lane)"
+fi
+wait_for 5 '[[ $(st 1) == ok ]]'
+t_eq owned-load-in-probe-then-bound "$(st 1)" ok
+nvs_unload
+own_set remove_delay_ms "$win_ms"
+rs=$(<"$OWN_PARAMS/removes_started") rd=$(<"$OWN_PARAMS/removes_done")
+own_unbind 1 &
+upid=$!
+wait_for 5 '(($(<"$OWN_PARAMS/removes_started") > rs))'
+load_owned || { t_fail owned-bind-reload "insmod failed"; exit 0; }
+nvs_sleep 0.5
+w_status=$(st 1) w_reads=$(reads 1) w_open=$(($(<"$OWN_PARAMS/removes_done") == rd))
+wait "$upid"
+own_set remove_delay_ms 0
+if ((w_open)); then
+	t_eq owned-load-in-remove "$w_status, reads $w_reads" \
+		"no-driver: driver probing or unbinding, reads 0"
+else
+	t_fail owned-load-in-remove "remove() returned before the check (window ${win_ms} ms too short for this lane)"
+fi
+t_eq owned-load-in-remove-after "$(st 1), reads $(reads 1)" \
+	"no-driver: no driver bound, reads 0"
+echo >"$d1/driver_override"
 
 # --- no read after an unbind has started --------------------------------------
 echo "[${SECONDS}s] no read after an unbind"

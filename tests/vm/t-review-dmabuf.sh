@@ -5,6 +5,9 @@
 #   finding 4: NVS_CMD_DMABUF_PROBE needs CAP_SYS_ADMIN, not only
 #     CAP_NET_ADMIN, and refuses importers that no driver owns or that
 #     vfio-pci owns (the simulated GPUs without ":owned" excepted);
+#   review 2 finding 4: and those that pci-stub or uio_pci_generic own
+#     (driver_managed_dma, or the name); the sampler does not read a GPU
+#     they own;
 #   finding 3: a probe holds no global lock: generic netlink family
 #     lookups (nlctrl, what every libnl client does first) are not delayed
 #     by probes running meanwhile. The probes here are slow because of
@@ -61,25 +64,72 @@ fi
 nvs_unload
 
 # An owned simulated GPU follows the real rules: refused without a driver,
-# accepted with one (pci-stub), refused under vfio-pci.
+# accepted with one that keeps the device (nvsowner, the tests' stand-in for
+# a NIC's or a GPU's own driver), refused under a driver that hands it to a
+# guest or userspace: pci-stub and vfio-pci (driver_managed_dma on 5.19+),
+# uio_pci_generic (by name). The sampler follows the same test: the GPU
+# bound to pci-stub says so and is not read.
 nvs_load sim=1af4:1110:2:gb202:owned sample_hz=0 || { t_fail review-dmabuf-owned-load "insmod failed"; exit 0; }
 imp=$(sim_bdf 1 2>/dev/null || sim_bdf 0)
+impn=$( ((NVS_GPUS > 1)) && echo 1 || echo 0)
 out=$("$probe" --importer "$imp" udmabuf 4096 2>&1)
 if [[ $(field ret "$out") == -1 ]] && grep -q 'no driver' <<<"$out"; then
 	t_pass review-dmabuf-owned-unbound-refused
 else
 	t_fail review-dmabuf-owned-unbound-refused "$out"
 fi
-if modprobe pci-stub 2>/dev/null && [[ -d /sys/bus/pci/drivers/pci-stub ]]; then
-	echo pci-stub >"/sys/bus/pci/devices/$imp/driver_override"
-	echo "$imp" >/sys/bus/pci/drivers/pci-stub/bind
+# shellcheck source=tools/nvsowner/owned.sh
+. "$NVS_TOP/tests/vm/tools/nvsowner/owned.sh"
+if own_load autosuspend_ms=-1 && own_bind "$impn"; then
 	out=$("$probe" --importer "$imp" udmabuf 4096 2>&1)
 	[[ $(field ret "$out") == 0 ]] && t_pass review-dmabuf-owned-bound-accepted || t_fail review-dmabuf-owned-bound-accepted "$out"
-	echo "$imp" >/sys/bus/pci/drivers/pci-stub/unbind
+	own_unbind "$impn"
 	echo >"/sys/bus/pci/devices/$imp/driver_override"
 else
-	t_skip review-dmabuf-owned-bound-accepted "no pci-stub module on $NVS_KVER"
+	t_fail review-dmabuf-owned-bound-accepted "nvsowner did not load or bind $imp"
 fi
+# shellcheck disable=SC2154 # _nvs_rmmod: guest-lib.sh
+[[ -d /sys/module/nvsowner ]] && "${_nvs_rmmod[@]}" nvsowner
+# user_driver_bind DRIVER: binds DRIVER to the importer; false when it does
+# not bind (no module, or the device does not suit it)
+user_driver_bind() {
+	modprobe "$1" 2>/dev/null && [[ -d /sys/bus/pci/drivers/$1 ]] || return 1
+	echo "$1" >"/sys/bus/pci/devices/$imp/driver_override"
+	echo "$imp" >"/sys/bus/pci/drivers/$1/bind" 2>/dev/null && return 0
+	echo >"/sys/bus/pci/devices/$imp/driver_override"
+	return 1
+}
+user_driver_unbind() {
+	echo "$imp" >"/sys/bus/pci/drivers/$1/unbind"
+	echo >"/sys/bus/pci/devices/$imp/driver_override"
+}
+if user_driver_bind pci-stub; then
+	out=$("$probe" --importer "$imp" udmabuf 4096 2>&1)
+	if [[ $(field ret "$out") == -1 ]] && grep -q 'hands it to a guest' <<<"$out"; then
+		t_pass review-dmabuf-pci-stub-importer-refused
+	else
+		t_fail review-dmabuf-pci-stub-importer-refused "$out"
+	fi
+	c=$(sim_class "$impn")
+	r0=$(<"$c/mmio_reads")
+	t_eq review-dmabuf-pci-stub-not-sampled "$(<"$c/status"), reads $(($(<"$c/mmio_reads") - r0))" \
+		"no-driver: bound to pci-stub, reads 0"
+	user_driver_unbind pci-stub
+else
+	t_skip review-dmabuf-pci-stub-importer-refused "pci-stub does not bind here ($NVS_KVER)"
+fi
+if user_driver_bind uio_pci_generic; then
+	out=$("$probe" --importer "$imp" udmabuf 4096 2>&1)
+	if [[ $(field ret "$out") == -1 ]] && grep -q 'hands it to a guest' <<<"$out"; then
+		t_pass review-dmabuf-uio-importer-refused
+	else
+		t_fail review-dmabuf-uio-importer-refused "$out"
+	fi
+	user_driver_unbind uio_pci_generic
+else
+	t_skip review-dmabuf-uio-importer-refused "uio_pci_generic does not bind the simulated GPU here ($NVS_KVER: no module, or no INTx masking on ivshmem)"
+fi
+modprobe -r uio_pci_generic 2>/dev/null
 # vfio-pci binds without an IOMMU only in its no-IOMMU mode
 vfio=0
 if modprobe vfio enable_unsafe_noiommu_mode=1 2>/dev/null && modprobe vfio-pci 2>/dev/null; then

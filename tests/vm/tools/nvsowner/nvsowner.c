@@ -30,6 +30,10 @@
  *
  * Module parameters (/sys/module/nvsowner/parameters/):
  *   autosuspend_ms    autosuspend delay set at bind (default 100)
+ *   probe_delay_ms    probe() sleeps this long once the device is enabled,
+ *                     before it returns: the window in which the driver
+ *                     core has set dev->driver but the bind is not done,
+ *                     and a reader must not start yet (default 0)
  *   remove_delay_ms   remove() sleeps this long before tearing down: the
  *                     window in which a reader that ignored the unbind
  *                     would still be reading (default 0)
@@ -41,7 +45,10 @@
  *                     remove() writes it before its delay. A reader that
  *                     reads during a reset or after the unbind started sees
  *                     trap_val. Default -1: off.
- *   probes, removes_started, removes_done   (RO) counters, all devices
+ *   probes_started, probes, removes_started, removes_done
+ *                     (RO) counters, all devices: probe() calls entered,
+ *                     binds that succeeded, remove() calls entered and
+ *                     finished
  *
  * Writing the register file is this driver's right as its owner: the
  * simulated GPU is shared memory, and nvsidecar (which must never write a
@@ -64,6 +71,10 @@ static int autosuspend_ms = 100;
 module_param(autosuspend_ms, int, 0644);
 MODULE_PARM_DESC(autosuspend_ms, "Runtime PM autosuspend delay set at bind, ms (default 100)");
 
+static unsigned int probe_delay_ms;
+module_param(probe_delay_ms, uint, 0644);
+MODULE_PARM_DESC(probe_delay_ms, "probe() sleeps this long before it returns, ms (default 0)");
+
 static unsigned int remove_delay_ms;
 module_param(remove_delay_ms, uint, 0644);
 MODULE_PARM_DESC(remove_delay_ms, "remove() sleeps this long before tearing down, ms (default 0)");
@@ -84,7 +95,9 @@ static unsigned int trap_val;
 module_param(trap_val, uint, 0644);
 MODULE_PARM_DESC(trap_val, "Value written to the trap register at reset_prepare and remove");
 
-static unsigned int probes, removes_started, removes_done;
+static unsigned int probes_started, probes, removes_started, removes_done;
+module_param(probes_started, uint, 0444);
+MODULE_PARM_DESC(probes_started, "probe() calls entered, all devices");
 module_param(probes, uint, 0444);
 MODULE_PARM_DESC(probes, "Successful binds, all devices");
 module_param(removes_started, uint, 0444);
@@ -92,7 +105,7 @@ MODULE_PARM_DESC(removes_started, "remove() calls entered, all devices");
 module_param(removes_done, uint, 0444);
 MODULE_PARM_DESC(removes_done, "remove() calls finished, all devices");
 
-/* the three counters above */
+/* the four counters above */
 static DEFINE_MUTEX(nvsowner_count_lock);
 
 struct nvsowner {
@@ -228,9 +241,11 @@ static const struct attribute_group nvsowner_group = {
 static int nvsowner_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
 	struct device *dev = &pdev->dev;
+	unsigned int ms = READ_ONCE(probe_delay_ms);
 	struct nvsowner *o;
 	int ret;
 
+	nvsowner_count(&probes_started);
 	o = kzalloc(sizeof(*o), GFP_KERNEL);
 	if (!o)
 		return -ENOMEM;
@@ -254,6 +269,10 @@ static int nvsowner_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		pci_err(pdev, "Unable to create the nvsowner attributes (%d)\n", ret);
 		goto err_disable;
 	}
+
+	/* enabled and bus master, as a real driver is while it sets up */
+	if (ms)
+		msleep(ms);
 
 	/*
 	 * The PCI core resumed the device and holds a usage count across

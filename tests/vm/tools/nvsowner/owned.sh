@@ -151,6 +151,7 @@ own_cleanup() {
 		[[ -e $d/driver_override ]] && echo >"$d/driver_override"
 	done
 	if [[ -d /sys/module/nvsowner ]]; then
+		own_set probe_delay_ms 0
 		own_set remove_delay_ms 0
 		own_set reset_delay_ms 0
 		own_set trap_bar -1
