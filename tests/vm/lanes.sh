@@ -55,7 +55,7 @@ for lane in $lanes; do
 	# Files that test userspace against the module's interfaces, not the
 	# module on a new kernel: they run in the 6.12 lane, the reference.
 	userspace="t-topo.sh t-rdma.sh t-doctor.sh t-slurm.sh t-prometheus.sh"
-	userspace_why="userspace on the module's interfaces; it runs in the 6.12 lane"
+	userspace_why="userspace on the module's interfaces, which the 6.12 lane runs"
 	# The stress loops (load/unload cycles, the netlink fuzzer) repeat
 	# what one pass of the other files already drives on a kernel; they
 	# find races and leaks, which the 6.12 lane (the reference) and the
@@ -88,17 +88,18 @@ for lane in $lanes; do
 		# 300 is enough for it to be reported by the scan at the end.
 		scale=(-e NVS_CYCLES=40 -e NVS_FUZZ_COUNT=10000 -e NVS_DMABUF_CYCLES=300 -e NVS_DMABUF_MAX_MB=32
 			-e NVS_DMABUF_CLI=0)
-		skip="$userspace|$userspace_why;t-budget-reads.sh|rates against wall-clock time measure KASAN here, not the module; the Debian and sid lanes run it"
+		skip="$userspace|$userspace_why;t-budget-reads.sh|rates against wall-clock time measure KASAN here, not the module (the Debian and sid lanes run it)"
 		# Files whose kernel paths the files kept here already drive
 		# (hwmon and sysfs reads, genetlink ops, load and unload), and
 		# whose own matter is userspace or timing: the recorder and ring
 		# semantics of t-netlink (the fuzzer and t-netlink-hotplug drive
 		# every genetlink op here), 8-GPU fan-out, file modes, the 60 ms
 		# spike.
-		skip+=";t-netlink.sh t-thermal-8gpus.sh t-thermal-perms.sh t-thermal-spike.sh|covered in this lane by the fuzzer, t-netlink-hotplug and the thermal files; userspace or timing under KASAN (the 6.1, 6.12 and sid lanes run it)"
+		skip+=";t-netlink.sh t-thermal-8gpus.sh t-thermal-perms.sh t-thermal-spike.sh|covered in this lane by the fuzzer, t-netlink-hotplug and the thermal files, and userspace or timing under KASAN (the 6.1, 6.12 and sid lanes run it)"
 		;;
 	*) limit=1500 ftimeout=400 ;;
 	esac
+	# A reason never holds ";", which separates the groups (guest-run.sh).
 	# NVS_LANE_SKIP_EXTRA="t-x.sh ..." leaves more files out (local runs).
 	[[ -n ${NVS_LANE_SKIP_EXTRA:-} ]] && skip="${skip:+$skip;}$NVS_LANE_SKIP_EXTRA|left out by NVS_LANE_SKIP_EXTRA"
 	[[ -n $skip ]] && scale+=(-e "NVS_LANE_SKIP=$skip")
