@@ -136,10 +136,10 @@ sim 0 fixture gb202
 # was taken. (Under TCG the guest can stall: a value the simulator wrote
 # and replaced while no sample was due cannot be recorded by anyone.)
 "$B" set "$g0" sample-hz 100 || t_fail netlink-set-rate "set sample-hz 100 failed"
-sim 0 counter --reg ch0 --hz 50 --seconds 26 --log "$work/counter.log" >"$work/counter.out" &
+sim 0 counter --reg ch0 --hz 50 --seconds 16 --log "$work/counter.log" >"$work/counter.out" &
 cpid=$!
 sleep 2
-"$B" thermal --gpu "$g0" --record "$work/rec.csv" --duration 20 2>"$work/rec.err"
+"$B" thermal --gpu "$g0" --record "$work/rec.csv" --duration 10 2>"$work/rec.err"
 rc=$?
 wait $cpid
 if ((rc == 0)) && grep -q ', lost 0$' "$work/rec.err" &&
@@ -187,15 +187,15 @@ fi
 cp "$work/rec.chk" "$NVS_OUT/netlink-record.txt" 2>/dev/null
 
 # --- a reader paused longer than the ring lasts ----------------------------
-# 1024 samples at 200 Hz last 5 s (10 s if TCG only reaches half the rate);
-# the recorder is stopped for 15 s. The loss it reports must equal the
-# holes in its sequence numbers exactly.
-"$B" set "$g0" sample-hz 200
-"$B" thermal --gpu "$g0" --record "$work/pause.csv" --duration 21 2>"$work/pause.err" &
+# 1024 samples at 500 Hz last 2 s (8 s if TCG only reaches a quarter of
+# the rate); the recorder is stopped for 9 s. The loss it reports must
+# equal the holes in its sequence numbers exactly.
+"$B" set "$g0" sample-hz 500
+"$B" thermal --gpu "$g0" --record "$work/pause.csv" --duration 14 2>"$work/pause.err" &
 rpid=$!
 sleep 3
 kill -STOP $rpid
-sleep 15
+sleep 9
 kill -CONT $rpid
 wait $rpid
 rc=$?
