@@ -62,18 +62,23 @@ for lane in $lanes; do
 	# debug lane (KASAN, lockdep, kmemleak) are for.
 	stress="t-thermal-cycles.sh t-netlink-fuzz.sh"
 	stress_why="a stress loop: the 6.12 and debug lanes run it (CI time)"
+	# Files about values and rules of our own code (fan-out to 8 GPUs,
+	# file modes, the 60 ms spike, fault patterns, alarms): the same on
+	# every kernel, so the reference lane runs them.
+	own="t-thermal-8gpus.sh t-thermal-perms.sh t-thermal-spike.sh t-thermal-faults.sh t-thermal-max.sh"
+	own_why="values and rules of our own code, the same on every kernel: the 6.12 lane runs it (CI time)"
 	case $lane in
 	6.12) limit=1500 ftimeout=400 ;;
 	6.1)
 		limit=1500 ftimeout=400
-		skip="$userspace|$userspace_why;$stress|$stress_why"
+		skip="$userspace|$userspace_why;$stress|$stress_why;$own|$own_why"
 		;;
 	sid)
 		# The newest stable kernel: every file that drives the module's
 		# kernel interfaces (hwmon, sysfs, netlink, PCI hotplug and
 		# ownership, dma-buf), which is what a new kernel breaks.
 		limit=1500 ftimeout=400
-		skip="$userspace|$userspace_why;$stress|$stress_why"
+		skip="$userspace|$userspace_why;$stress|$stress_why;$own|$own_why"
 		;;
 	debug)
 		# KASAN, lockdep and TCG make every file 2-4 times slower; the
@@ -87,7 +92,7 @@ for lane in $lanes; do
 		# kmemleak finds a leaked attachment after any number of probes;
 		# 300 is enough for it to be reported by the scan at the end.
 		scale=(-e NVS_CYCLES=20 -e NVS_FUZZ_COUNT=4000 -e NVS_DMABUF_CYCLES=300 -e NVS_DMABUF_MAX_MB=32
-			-e NVS_DMABUF_CLI=0)
+			-e NVS_DMABUF_CLI=0 -e NVS_DMABUF_FEW_INPUTS=1)
 		# Six simulated GPUs, the most any file kept here uses
 		# (t-owned-unplug): every idle GPU's sampler is KASAN-checked
 		# work at 50 Hz that slows the whole guest.
