@@ -23,7 +23,10 @@ mkdir -p /run/nvs-doctor-root
 export NVS_DOCTOR_ROOT=/run/nvs-doctor-root
 
 sim_fixture_all gb202
-nvs_load || { t_fail doctor-load "insmod failed"; exit 0; }
+# Memory modules that read invalid (the all-ones fault below) are re-read
+# only every mem_reprobe_s (default 30 s, the read budget): 1 s here, so
+# that the recovery is seen within the test.
+nvs_load mem_reprobe_s=1 || { t_fail doctor-load "insmod failed"; exit 0; }
 c=$(sim_class 0) || { t_fail doctor-gpu0 "no class device for simulated GPU0"; exit 0; }
 wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
 g0=${c##*/}	# simulated GPU 0 is not necessarily the module's gpu0
@@ -72,6 +75,7 @@ else
 fi
 sim 0 fixture gb202
 wait_for 3 '[[ $(read_err "$c/status") == ok ]]'
+wait_for 5 '[[ $(read_err "$(hw_temp "$(sim_hwmon 0)" mem0)_input") =~ ^[0-9]+$ ]]'
 "$NVS_BIN" doctor --gpu-ids "$ids" --json >"$out" 2>/dev/null
 s=$(summary "$out" 2>&1)
 [[ $s == *"$g0=OK"* ]] && t_pass doctor-guest-recovers || t_fail doctor-guest-recovers "$s"
