@@ -61,7 +61,7 @@ for lane in $lanes; do
 	# find races and leaks, which the 6.12 lane (the reference) and the
 	# debug lane (KASAN, lockdep, kmemleak) are for.
 	stress="t-thermal-cycles.sh t-netlink-fuzz.sh"
-	stress_why="a stress loop: the 6.12 and debug lanes run it (CI time)"
+	stress_why="a stress loop: the 6.12 lane runs it, and the debug lane the fuzzer (CI time)"
 	# Files about values and rules of our own code (fan-out to 8 GPUs,
 	# file modes, the 60 ms spike, fault patterns, alarms): the same on
 	# every kernel, so the reference lane runs them.
@@ -91,7 +91,7 @@ for lane in $lanes; do
 		# take the same code path (the Debian lanes probe them).
 		# kmemleak finds a leaked attachment after any number of probes;
 		# 300 is enough for it to be reported by the scan at the end.
-		scale=(-e NVS_CYCLES=20 -e NVS_FUZZ_COUNT=4000 -e NVS_DMABUF_CYCLES=300 -e NVS_DMABUF_MAX_MB=32
+		scale=(-e NVS_FUZZ_COUNT=4000 -e NVS_DMABUF_CYCLES=300 -e NVS_DMABUF_MAX_MB=32
 			-e NVS_DMABUF_CLI=0 -e NVS_DMABUF_FEW_INPUTS=1)
 		# Six simulated GPUs, the most any file kept here uses
 		# (t-owned-unplug): every idle GPU's sampler is KASAN-checked
@@ -109,6 +109,12 @@ for lane in $lanes; do
 		# values and rules of our own code, the same on every kernel,
 		# with no lifetime or lock of their own.
 		skip+=";t-thermal-values.sh t-thermal-faults.sh t-thermal-max.sh t-review-modules.sh|values and rules of our own code with no lifetime or lock to check under KASAN (the 6.1, 6.12 and sid lanes run it)"
+		# Paths the files kept here drive already, under the same
+		# checkers: hot removal with readers (t-netlink-hotplug,
+		# t-owned-unplug), load and unload with readers and streams
+		# (t-review-unload), resets at 1000 Hz and sample_hz changes
+		# (t-owned-pm, t-owned-bind).
+		skip+=";t-thermal-hotplug.sh t-thermal-cycles.sh t-review-sampler.sh t-review-sim.sh|its paths are driven in this lane by t-netlink-hotplug, t-owned-*, t-review-unload (the 6.1, 6.12 and sid lanes run it)"
 		;;
 	*) limit=1500 ftimeout=400 ;;
 	esac
