@@ -263,9 +263,37 @@ dmesg_since_mark() {
 	fi
 }
 
+# The one kernel report that is not ours: when pciehp removes a device it
+# drops and re-takes its controller's reset_lock under
+# pci_rescan_remove_lock (pciehp_unconfigure_device), and lockdep reports
+# that as a possible circular dependency on the first surprise removal of a
+# boot, with no other module involved. A report naming exactly those two
+# locks and no nvsidecar or nvsowner frame is left out, and said; any other
+# report, or this one with our frames in it, still fails. Lockdep turns
+# itself off after any report, so the debug lane runs the file that
+# triggers it last (NVS_LAST).
+_dmesg_not_ours() {
+	awk '
+	/WARNING: possible circular locking dependency detected/ { inblk = 1; blk = "" }
+	inblk {
+		blk = blk $0 "\n"
+		if ($0 ~ /<\/TASK>/) {
+			inblk = 0
+			if (blk ~ /ctrl->reset_lock/ && blk ~ /pci_rescan_remove_lock/ &&
+			    blk ~ /pciehp_unconfigure_device/ && blk !~ /\[nvsidecar\]|\[nvsowner\]/)
+				print "nvs-note: left out pciehp'"'"'s own lockdep report (reset_lock under pci_rescan_remove_lock)" >"/dev/stderr"
+			else
+				printf "%s", blk
+		}
+		next
+	}
+	{ print }
+	END { if (inblk) printf "%s", blk }'
+}
+
 dmesg_check() {
 	local bad
-	bad=$(dmesg_since_mark | grep -E "$NVS_SPLATS")
+	bad=$(dmesg_since_mark | _dmesg_not_ours | grep -E "$NVS_SPLATS")
 	if [[ -n $bad ]]; then
 		dmesg_since_mark >"$NVS_OUT/dmesg-$1.txt"
 		t_fail "$1" "kernel log: $(head -n 3 <<<"$bad" | tr -s ' \n' ' ')(full log: dmesg-$1.txt)"

@@ -108,6 +108,15 @@ else
 	done
 	((${#files[@]})) && mapfile -t files < <(printf '%s\n' "${files[@]}" | sort -u)
 	((${#files[@]})) || t_fail "vm-suite" "no test files match tests/vm/$NVS_TESTS"
+	# NVS_LAST="t-x.sh ...": these run after every other file (the debug
+	# lane: a file whose kernel report, not ours, turns lockdep off).
+	if [[ -n ${NVS_LAST:-} ]]; then
+		first=() last=()
+		for f in "${files[@]}"; do
+			if [[ " $NVS_LAST " == *" ${f##*/} "* ]]; then last+=("$f"); else first+=("$f"); fi
+		done
+		files=("${first[@]}" "${last[@]}")
+	fi
 	for f in "${files[@]}"; do
 		[[ $(basename "$f") == t-*.sh ]] || continue
 		n=$(basename "$f" .sh)
