@@ -38,3 +38,19 @@ export WERROR=1
 # The helper binary under test (built by `make user`; override with NVS_BIN).
 : "${NVS_BIN:=$NVS_TOP/user/nvsidecar}"
 export NVS_BIN
+
+# debian_kernels NAME: the installed Debian kernels' releases (the 6.1 and
+# 6.12 lanes scripts/deps.sh installs; their ABI is read from the
+# metapackages, never written here) in the array `kernels'. A missing one
+# is a failure of NAME. Needs scripts/kernels.sh sourced.
+debian_kernels() {
+	local lane
+	kernels=()
+	for lane in 6.1 6.12; do
+		if kern_resolve "$lane"; then
+			kernels+=("$KREL")
+		else
+			t_fail "$1: kernel $lane" "$KERR"
+		fi
+	done
+}

@@ -15,16 +15,7 @@ ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$NVS_TOP/dkms.conf")
 name=dkms
 # shellcheck source=../../scripts/kernels.sh
 . "$NVS_TOP/scripts/kernels.sh"
-# The installed Debian kernels (scripts/deps.sh installs them; their ABI is
-# read from the metapackages, never written here). A missing one fails.
-kernels=()
-for lane in 6.1 6.12; do
-	if kern_resolve "$lane"; then
-		kernels+=("$KREL")
-	else
-		t_fail "$name: kernel $lane" "$KERR"
-	fi
-done
+debian_kernels "$name"
 
 if ! command -v dkms >/dev/null; then
 	t_skip "dkms" "dkms is not installed (scripts/deps.sh installs it)"

@@ -20,16 +20,7 @@ set -u
 name=pkg
 # shellcheck source=../../scripts/kernels.sh
 . "$NVS_TOP/scripts/kernels.sh"
-# The installed Debian kernels (scripts/deps.sh installs them; their ABI is
-# read from the metapackages, never written here). A missing one fails.
-kernels=()
-for lane in 6.1 6.12; do
-	if kern_resolve "$lane"; then
-		kernels+=("$KREL")
-	else
-		t_fail "$name: kernel $lane" "$KERR"
-	fi
-done
+debian_kernels "$name"
 # Another kernel for the header hook: the debug kernel (beside the clone).
 dbg=
 kern_resolve debug
