@@ -35,6 +35,19 @@ t_run() {
 # -Werror out of a user's `make', so that a newer compiler cannot break it).
 export WERROR=1
 
+# nvs_asan_build: the helper built with AddressSanitizer and UBSan
+# (user/Makefile ASAN=1) in $NVS_ASAN, the one ASan build every suite uses:
+# the first suite of a run builds it, the others find it up to date. On
+# failure prints the log's last lines (for t_fail) and returns 1.
+: "${NVS_ASAN:=$NVS_BUILD/asan}"
+export NVS_ASAN
+nvs_asan_build() {
+	mkdir -p "$NVS_ASAN"
+	make -s -C "$NVS_TOP/user" O="$NVS_ASAN" ASAN=1 -j2 >"$NVS_ASAN.log" 2>&1 && return 0
+	echo "$(grep -m3 -E 'error' "$NVS_ASAN.log" | tr '\n' ' ')(log: $NVS_ASAN.log)"
+	return 1
+}
+
 # The helper binary under test (built by `make user`; override with NVS_BIN).
 : "${NVS_BIN:=$NVS_TOP/user/nvsidecar}"
 export NVS_BIN

@@ -11,7 +11,7 @@ set -u
 # shellcheck source=../lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-asan=$NVS_BUILD/asan
+asan=$NVS_ASAN
 plain=$NVS_BUILD/plain
 unit=$NVS_BUILD/unit-cli
 work=$(mktemp -d /tmp/nvs-cli.XXXXXX)
@@ -23,8 +23,8 @@ export LSAN_OPTIONS=exitcode=97
 export UBSAN_OPTIONS=halt_on_error=1:exitcode=97:print_stacktrace=1
 export NO_COLOR=1
 
-if ! make -C "$NVS_TOP/user" O="$asan" ASAN=1 -j2 >"$work/build-asan.log" 2>&1; then
-	t_fail cli-build-asan "$(tail -n 5 "$work/build-asan.log" | tr '\n' ' ')"
+if ! why=$(nvs_asan_build); then
+	t_fail cli-build-asan "$why"
 	exit 0
 fi
 t_pass cli-build-asan

@@ -15,7 +15,7 @@ set -u
 
 top=$NVS_TOP
 bld=$NVS_BUILD/idlefix-u
-asan=$NVS_BUILD/idlefix-asan
+asan=$NVS_ASAN
 py=/usr/bin/python3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -195,8 +195,8 @@ else
 fi
 
 # ASan/UBSan: a whole fix cycle, the child included
-if ! make -s -C "$top/user" O="$asan" ASAN=1 WERROR=1 -j2 >"$work/build" 2>&1; then
-	t_fail idle-fix-asan-build "$(tail -5 "$work/build" | tr '\n' ' ')"
+if ! why=$(nvs_asan_build); then
+	t_fail idle-fix-asan-build "$why"
 	exit 0
 fi
 export ASAN_OPTIONS=detect_leaks=1:exitcode=99 UBSAN_OPTIONS=halt_on_error=1:exitcode=98

@@ -415,13 +415,13 @@ rc=$?
 	t_pass libcuda-verify-closed-hint || t_fail libcuda-verify-closed-hint "rc $rc: $(cat "$work/err")"
 
 # ---- bad input, under AddressSanitizer ------------------------------------
-asan=$NVS_BUILD/asan-libcuda
-if make -C "$top/user" O="$asan" ASAN=1 -j2 >"$work/asan.log" 2>&1; then
+asan=$NVS_ASAN
+if why=$(nvs_asan_build); then
 	abin=$asan/nvsidecar
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99
 	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=98
 else
-	t_fail libcuda-asan-build "$(tail -3 "$work/asan.log")"
+	t_fail libcuda-asan-build "$why"
 	abin=$bin
 fi
 bad() {	# bad NAME WANT_RC PATTERN CMD... : clear message, exit code, no sanitizer report
