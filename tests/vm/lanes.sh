@@ -4,7 +4,7 @@
 # The VM suite (run by tests/run): for each boot lane of
 # scripts/kernels.sh (Debian 6.1, Debian 6.12, sid's newest stable kernel
 # from the archive, and the debug kernel with KASAN, lockdep and kmemleak
-# from ../shared/kernels), build the module and the test tools for it, boot
+# from ../shared/kernels or scripts/debug-kernel.sh), build the module and the test tools for it, boot
 # the kernel once with 8 simulated GPUs, run the lane's tests/vm/t-*.sh
 # inside (tests/vm/guest-run.sh) and append the results with a lane prefix
 # ("6.12: thermal-fixture"). A lane that does not finish (crash, panic,
@@ -98,7 +98,7 @@ for lane in $lanes; do
 	if ! vm_kernel "$lane" 2>"$NVS_BUILD/vm/kernel-$lane.err"; then
 		why=$(<"$NVS_BUILD/vm/kernel-$lane.err")
 		if [[ $lane == debug && ! -d $NVS_SHARED/kernels ]]; then
-			t_skip "debug: vm-lane" "the debug lane needs ../shared/kernels beside the clone: $why"
+			t_skip "debug: vm-lane" "the debug lane needs ../shared/kernels beside the clone, or a kernel built by scripts/debug-kernel.sh: $why"
 		else
 			t_fail "$lane: vm-lane" "$why"
 		fi
