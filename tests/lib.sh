@@ -48,6 +48,21 @@ nvs_asan_build() {
 	return 1
 }
 
+# nvs_world_copy FILE: copies FILE (a program or tool a test runs as an
+# unprivileged user) into $NVS_WORLD, a folder every user may enter, and
+# sets NVS_WORLD_COPY to the copy. The checkout may sit in a folder others
+# cannot enter (root's home, a 0700 mktemp folder): run in place, such a
+# program fails with "Permission denied". tests/run makes $NVS_WORLD and
+# removes it at the end; a suite run alone gets one in /tmp.
+nvs_world_copy() {
+	if [[ -z ${NVS_WORLD:-} || ! -d $NVS_WORLD ]]; then
+		NVS_WORLD=$(mktemp -d /tmp/nvs-world.XXXXXX) && chmod 755 "$NVS_WORLD" || return 1
+		export NVS_WORLD
+	fi
+	NVS_WORLD_COPY=$(mktemp "$NVS_WORLD/${1##*/}.XXXXXX") &&
+		cp "$1" "$NVS_WORLD_COPY" && chmod 755 "$NVS_WORLD_COPY"
+}
+
 # The helper binary under test (built by `make user`; override with NVS_BIN).
 : "${NVS_BIN:=$NVS_TOP/user/nvsidecar}"
 export NVS_BIN

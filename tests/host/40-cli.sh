@@ -154,8 +154,9 @@ expect cli-record-nodir 2 'No such file or directory' \
 	thermal --record "$work/missing/x.csv" --duration 1
 if command -v setpriv >/dev/null && ((EUID == 0)); then
 	mkdir -m 755 "$work/ro"
+	nvs_world_copy "$plain/nvsidecar"
 	setpriv --reuid=65534 --regid=65534 --clear-groups -- \
-		"$plain/nvsidecar" thermal --record "$work/ro/x.csv" --duration 1 >"$work/out" 2>&1
+		"$NVS_WORLD_COPY" thermal --record "$work/ro/x.csv" --duration 1 >"$work/out" 2>&1
 	rc=$?
 	if ((rc == 4)) && grep -q 'Permission denied' "$work/out" && [[ -z $(ls -A "$work/ro") ]]; then
 		t_pass cli-record-unwritable

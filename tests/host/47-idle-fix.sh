@@ -123,8 +123,9 @@ if command -v setpriv >/dev/null && ((EUID == 0)); then
 	cp "$work/libnvidia-ml.so.1" "$work/libcuda.so.1" "$pub/"
 	printf '%s 0 0 40 30\n' "$A" >"$pub/nvml.state"
 	chmod 644 "$pub"/*.so.1 "$pub/nvml.state"
+	nvs_world_copy "$bin"
 	FAKE_NVML_STATE=$pub/nvml.state FAKE_CUDA_LOG=/dev/null setpriv --reuid=65534 --regid=65534 --clear-groups -- \
-		"$bin" idle-fix --nvml "$pub/libnvidia-ml.so.1" --lib "$pub/libcuda.so.1" --state "$pub/locked/state" \
+		"$NVS_WORLD_COPY" idle-fix --nvml "$pub/libnvidia-ml.so.1" --lib "$pub/libcuda.so.1" --state "$pub/locked/state" \
 		--dry-run >/dev/null 2>"$work/err"
 	rc=$?
 	[[ $rc == 4 ]] && grep -q 'Permission denied; run as root, or pass --state' "$work/err" &&

@@ -358,11 +358,12 @@ if command -v setpriv >/dev/null && ((EUID == 0)); then
 	cp "$fx/590/libcuda.so.590.48.01" "$pub/"
 	chmod 644 "$pub/libcuda.so.590.48.01"
 	nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
-	nobody "$bin" libcuda patch --lib "$pub/libcuda.so.590.48.01" --out "$pub/locked/new" >/dev/null 2>"$work/err"
+	nvs_world_copy "$bin"
+	nobody "$NVS_WORLD_COPY" libcuda patch --lib "$pub/libcuda.so.590.48.01" --out "$pub/locked/new" >/dev/null 2>"$work/err"
 	rc=$?
 	[[ $rc == 4 && ! -e $pub/locked/new ]] && grep -q "Permission denied" "$work/err" &&
 		t_pass libcuda-out-eacces || t_fail libcuda-out-eacces "rc $rc: $(cat "$work/err")"
-	nobody "$bin" libcuda patch --in-place --lib "$pub/libcuda.so.590.48.01" --state-dir "$pub/locked/a/b" \
+	nobody "$NVS_WORLD_COPY" libcuda patch --in-place --lib "$pub/libcuda.so.590.48.01" --state-dir "$pub/locked/a/b" \
 		>/dev/null 2>"$work/err"
 	rc=$?
 	[[ $rc == 4 ]] && grep -q "state directory .*(at \`$pub/locked/a').*Permission denied" "$work/err" &&
