@@ -13,9 +13,11 @@
 #
 # Usage: tests/fresh-machine.sh --yes [-o LOG]
 #        tests/fresh-machine.sh --no-purge [-o LOG]
-#   The clone goes to a new /var/tmp/nvs-fresh.XXXXXX, a folder only root
-#   may enter (0700, as root's home or a mktemp folder is): the tests must
-#   pass from a checkout that the users they run programs as cannot reach.
+#   The clone goes to a new /root/nvs-fresh.XXXXXX, a folder only root may
+#   enter (0700, in root's home, 0700 too): the tests must pass from a
+#   checkout that the users they run programs as cannot reach. Not under
+#   /tmp or /var/tmp: the VM guest puts a clone there back on folders of its
+#   own (tests/vm/init), which would hide the case.
 #   ../shared is beside it (a link to this checkout's ../shared, as CI has
 #   it); the CI output goes to LOG (default: that folder's ci.log).
 #   --no-purge skips the purge: a fresh clone in a 0700 folder on this
@@ -73,7 +75,7 @@ else
 fi
 
 # --- 2. CI from a fresh clone ------------------------------------------------
-work=$(mktemp -d /var/tmp/nvs-fresh.XXXXXX)
+work=$(mktemp -d /root/nvs-fresh.XXXXXX)
 # mktemp makes it 0700 already; said here because the run depends on it.
 chmod 700 "$work"
 git clone -q "$top" "$work/nvsidecar" || { echo "fresh-machine: git clone failed" >&2; exit 1; }
