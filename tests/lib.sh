@@ -102,7 +102,7 @@ nvs_only() {
 # The VM lane policy lives in tests/vm/lanes.tsv (its header says the
 # format); these read it on the host (lanes.sh) and in the guest
 # (guest-run.sh).
-: "${NVS_LANE_TABLE:=$NVS_TOP/tests/vm/lanes.tsv}"
+_nvs_lanes=$NVS_TOP/tests/vm/lanes.tsv
 
 # lane_class FILE: prints the class FILE declares in its header
 # ("# class: NAME"), nothing if none.
@@ -121,7 +121,7 @@ lane_class_check() {
 	fi
 	while read -r kind name _; do
 		[[ $kind == class && $name == "$c" ]] && return 0
-	done <"$NVS_LANE_TABLE"
+	done <"$_nvs_lanes"
 	echo "${1##*/} declares class \`$c', which tests/vm/lanes.tsv does not list"
 	return 1
 }
@@ -136,7 +136,7 @@ lane_knobs() {
 		[[ $kind == lane && $name == "$1" ]] || continue
 		LANE_LIMIT=$limit LANE_FTIMEOUT=$ft LANE_GPUS=$gpus
 		read -ra LANE_ENV <<<"$rest"
-	done <"$NVS_LANE_TABLE"
+	done <"$_nvs_lanes"
 }
 
 # lane_verdict LANE FILE: sets LANE_WHY to the reason LANE leaves FILE out
@@ -153,7 +153,7 @@ lane_verdict() {
 			return 1
 		fi
 		[[ -n $c && ,$what, == *",$c,"* && -z $by_class ]] && by_class=$why
-	done <"$NVS_LANE_TABLE"
+	done <"$_nvs_lanes"
 	if [[ -n $by_class ]]; then
 		LANE_WHY=$by_class
 		return 1
