@@ -142,6 +142,7 @@ lane_knobs() {
 # lane_verdict LANE FILE: sets LANE_WHY to the reason LANE leaves FILE out
 # (a "skip" row naming the file, else one naming its class, else
 # $NVS_LANE_SKIP_EXTRA naming it) and returns 1; returns 0 when it runs.
+# shellcheck disable=SC2034 # LANE_WHY is for the caller
 lane_verdict() {
 	local lane=$1 base=${2##*/} c kind l what why by_class=
 	c=$(lane_class "$2")
