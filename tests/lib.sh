@@ -88,9 +88,11 @@ debian_kernels() {
 # (callers pass a test's names with and without prefix and suffix:
 # "40-cli.sh 40-cli cli", "t-topo.sh t-topo topo").
 nvs_only() {
-	local g n
+	local g n globs
 	[[ -z ${NVS_ONLY:-} ]] && return 0
-	for g in $NVS_ONLY; do
+	# Split without expanding: the globs are matched against names here.
+	read -ra globs <<<"$NVS_ONLY"
+	for g in "${globs[@]}"; do
 		for n; do
 			# shellcheck disable=SC2053 # g is a glob
 			[[ $n == $g ]] && return 0

@@ -48,7 +48,7 @@ for f in "$here"/t-*.sh; do
 		# shellcheck disable=SC2053 # g is a glob
 		[[ $base == $g ]] || continue
 		b=${base%.sh}
-		nvs_only "$base" "$b" "${b#t-}" && files+=("$base")
+		nvs_only "$base" "$b" "${b#t-}" vm && files+=("$base")
 		break
 	done
 done
