@@ -29,11 +29,15 @@ if ((${#missing[@]})); then
 	printf '%s\n' "${missing[@]}" | $sudo tee -a /var/lib/nvsidecar/deps-installed >/dev/null
 fi
 
-# The debug kernel (KASAN, lockdep, kmemleak) lives beside the project.
-kdir=${NVS_SHARED:-$top/../shared}/kernels
-if [[ -d $kdir ]]; then
+# The debug kernel (KASAN, lockdep, kmemleak): the packages in ../shared/kernels
+# beside the project, else those scripts/debug-kernel.sh built from the
+# recipe in the tree (build/debug-kernel). CI never builds it (hours).
+found=0
+for kdir in "${NVS_SHARED:-$top/../shared}/kernels" "$top/build/debug-kernel"; do
+	[[ -d $kdir ]] || continue
 	for deb in "$kdir"/linux-image-*nvsdebug*.deb "$kdir"/linux-headers-*nvsdebug*.deb; do
 		[[ -f $deb ]] || continue
+		found=1
 		pkg=$(dpkg-deb -f "$deb" Package)
 		ver=$(dpkg-deb -f "$deb" Version)
 		if [[ $(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null) != "$ver" ]]; then
@@ -43,4 +47,9 @@ if [[ -d $kdir ]]; then
 			$sudo dpkg -i "$deb" >/dev/null
 		fi
 	done
+	((found)) && break
+done
+if ((!found)) && ! dpkg-query -W -f='${Status}\n' 'linux-image-*nvsdebug*' 2>/dev/null | grep -q 'install ok installed'; then
+	echo "deps: no debug kernel (../shared/kernels is not beside the clone): the VM suite's debug lane will skip." \
+		"To run it, build the kernel with scripts/debug-kernel.sh (hours), then run scripts/deps.sh again."
 fi

@@ -9,7 +9,8 @@
 #   bullseye      Debian 11's linux-source + distro config     build (the floor)
 #   6.1           linux-image-amd64 (Debian 12), installed     build, DKMS, boot
 #   6.12          linux-image-6.12-amd64 (bookworm), installed build, DKMS, boot
-#   debug         ../shared/kernels (KASAN, lockdep, kmemleak) build, boot
+#   debug         ../shared/kernels or scripts/debug-kernel.sh (KASAN,
+#                 lockdep, kmemleak) build, boot
 #   sid           Debian unstable's newest stable kernel       build, boot
 #   experimental  Debian experimental's release candidate      build
 #
@@ -105,18 +106,25 @@ kern_resolve() {
 		for deb in "$NVS_SHARED"/kernels/linux-image-*nvsdebug*.deb; do
 			[[ -f $deb ]] && break
 		done
-		if [[ ! -f $deb ]]; then
-			KERR="no debug kernel in $NVS_SHARED/kernels (it lives beside the clone)"
-			return 2
+		if [[ -f $deb ]]; then
+			pkg=$(dpkg-deb -f "$deb" Package)
+			KVERSION=$(dpkg-deb -f "$deb" Version)
+		else
+			# One built from the recipe in the tree and installed.
+			pkg=$(dpkg-query -W -f='${Package} ${Status}\n' 'linux-image-*nvsdebug*' 2>/dev/null |
+				awk '/install ok installed/ { print $1; exit }')
+			if [[ -z $pkg ]]; then
+				KERR="no debug kernel in $NVS_SHARED/kernels (it lives beside the clone) and none installed: build it with scripts/debug-kernel.sh, then run scripts/deps.sh"
+				return 2
+			fi
+			KVERSION=$(dpkg-query -W -f='${Version}' "$pkg")
 		fi
-		pkg=$(dpkg-deb -f "$deb" Package)
 		KREL=${pkg#linux-image-}
-		KVERSION=$(dpkg-deb -f "$deb" Version)
 		KIMG=/boot/vmlinuz-$KREL
 		KDIR=/lib/modules/$KREL/build
 		KMODROOT=/
 		if [[ ! -r $KIMG || ! -e $KDIR/Makefile ]]; then
-			KERR="the debug kernel $KREL is not installed (scripts/deps.sh installs it from $NVS_SHARED/kernels)"
+			KERR="the debug kernel $KREL is not installed (scripts/deps.sh installs it from $NVS_SHARED/kernels or from what scripts/debug-kernel.sh built)"
 			return 1
 		fi
 		return 0

@@ -35,6 +35,34 @@ t_run() {
 # -Werror out of a user's `make', so that a newer compiler cannot break it).
 export WERROR=1
 
+# nvs_asan_build: the helper built with AddressSanitizer and UBSan
+# (user/Makefile ASAN=1) in $NVS_ASAN, the one ASan build every suite uses:
+# the first suite of a run builds it, the others find it up to date. On
+# failure prints the log's last lines (for t_fail) and returns 1.
+: "${NVS_ASAN:=$NVS_BUILD/asan}"
+export NVS_ASAN
+nvs_asan_build() {
+	mkdir -p "$NVS_ASAN"
+	make -s -C "$NVS_TOP/user" O="$NVS_ASAN" ASAN=1 -j2 >"$NVS_ASAN.log" 2>&1 && return 0
+	echo "$(grep -m3 -E 'error' "$NVS_ASAN.log" | tr '\n' ' ')(log: $NVS_ASAN.log)"
+	return 1
+}
+
+# nvs_world_copy FILE: copies FILE (a program or tool a test runs as an
+# unprivileged user) into $NVS_WORLD, a folder every user may enter, and
+# sets NVS_WORLD_COPY to the copy. The checkout may sit in a folder others
+# cannot enter (root's home, a 0700 mktemp folder): run in place, such a
+# program fails with "Permission denied". tests/run makes $NVS_WORLD and
+# removes it at the end; a suite run alone gets one in /tmp.
+nvs_world_copy() {
+	if [[ -z ${NVS_WORLD:-} || ! -d $NVS_WORLD ]]; then
+		NVS_WORLD=$(mktemp -d /tmp/nvs-world.XXXXXX) && chmod 755 "$NVS_WORLD" || return 1
+		export NVS_WORLD
+	fi
+	NVS_WORLD_COPY=$(mktemp "$NVS_WORLD/${1##*/}.XXXXXX") &&
+		cp "$1" "$NVS_WORLD_COPY" && chmod 755 "$NVS_WORLD_COPY"
+}
+
 # The helper binary under test (built by `make user`; override with NVS_BIN).
 : "${NVS_BIN:=$NVS_TOP/user/nvsidecar}"
 export NVS_BIN
@@ -53,4 +81,89 @@ debian_kernels() {
 			t_fail "$1: kernel $lane" "$KERR"
 		fi
 	done
+}
+
+# nvs_only NAME...: true when $NVS_ONLY (blank-separated globs, e.g.
+# 'cli thermal-*') is unset or one of its globs matches one of the NAMEs
+# (callers pass a test's names with and without prefix and suffix:
+# "40-cli.sh 40-cli cli", "t-topo.sh t-topo topo").
+nvs_only() {
+	local g n globs
+	[[ -z ${NVS_ONLY:-} ]] && return 0
+	# Split without expanding: the globs are matched against names here.
+	read -ra globs <<<"$NVS_ONLY"
+	for g in "${globs[@]}"; do
+		for n; do
+			# shellcheck disable=SC2053 # g is a glob
+			[[ $n == $g ]] && return 0
+		done
+	done
+	return 1
+}
+
+# The VM lane policy lives in tests/vm/lanes.tsv (its header says the
+# format); these read it on the host (lanes.sh) and in the guest
+# (guest-run.sh).
+_nvs_lanes=$NVS_TOP/tests/vm/lanes.tsv
+
+# lane_class FILE: prints the class FILE declares in its header
+# ("# class: NAME"), nothing if none.
+lane_class() {
+	sed -n '1,12{s/^# class: \([A-Za-z0-9_-]*\).*/\1/p}' "$1" | head -n 1
+}
+
+# lane_class_check FILE: true when FILE declares a class the table knows;
+# otherwise prints why to stdout and returns 1.
+lane_class_check() {
+	local c kind name _
+	c=$(lane_class "$1")
+	if [[ -z $c ]]; then
+		echo "${1##*/} declares no class: add a \"# class: NAME\" line under its SPDX line (classes: tests/vm/lanes.tsv)"
+		return 1
+	fi
+	while read -r kind name _; do
+		[[ $kind == class && $name == "$c" ]] && return 0
+	done <"$_nvs_lanes"
+	echo "${1##*/} declares class \`$c', which tests/vm/lanes.tsv does not list"
+	return 1
+}
+
+# lane_knobs LANE: sets LANE_LIMIT, LANE_FTIMEOUT (s), LANE_GPUS and the
+# array LANE_ENV (VAR=VALUE) from LANE's "lane" row; 1500 400 8 without one.
+# shellcheck disable=SC2034 # LANE_* are for the caller
+lane_knobs() {
+	local kind name limit ft gpus rest
+	LANE_LIMIT=1500 LANE_FTIMEOUT=400 LANE_GPUS=8 LANE_ENV=()
+	while read -r kind name limit ft gpus rest; do
+		[[ $kind == lane && $name == "$1" ]] || continue
+		LANE_LIMIT=$limit LANE_FTIMEOUT=$ft LANE_GPUS=$gpus
+		read -ra LANE_ENV <<<"$rest"
+	done <"$_nvs_lanes"
+}
+
+# lane_verdict LANE FILE: sets LANE_WHY to the reason LANE leaves FILE out
+# (a "skip" row naming the file, else one naming its class, else
+# $NVS_LANE_SKIP_EXTRA naming it) and returns 1; returns 0 when it runs.
+# shellcheck disable=SC2034 # LANE_WHY is for the caller
+lane_verdict() {
+	local lane=$1 base=${2##*/} c kind l what why by_class=
+	c=$(lane_class "$2")
+	LANE_WHY=
+	while read -r kind l what why; do
+		[[ $kind == skip && $l == "$lane" ]] || continue
+		if [[ ,$what, == *",$base,"* ]]; then
+			LANE_WHY=$why
+			return 1
+		fi
+		[[ -n $c && ,$what, == *",$c,"* && -z $by_class ]] && by_class=$why
+	done <"$_nvs_lanes"
+	if [[ -n $by_class ]]; then
+		LANE_WHY=$by_class
+		return 1
+	fi
+	if [[ " ${NVS_LANE_SKIP_EXTRA:-} " == *" $base "* ]]; then
+		LANE_WHY="left out by NVS_LANE_SKIP_EXTRA"
+		return 1
+	fi
+	return 0
 }

@@ -11,7 +11,7 @@ set -u
 # shellcheck source=../lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-asan=$NVS_BUILD/asan
+asan=$NVS_ASAN
 plain=$NVS_BUILD/plain
 unit=$NVS_BUILD/unit-cli
 work=$(mktemp -d /tmp/nvs-cli.XXXXXX)
@@ -23,8 +23,8 @@ export LSAN_OPTIONS=exitcode=97
 export UBSAN_OPTIONS=halt_on_error=1:exitcode=97:print_stacktrace=1
 export NO_COLOR=1
 
-if ! make -C "$NVS_TOP/user" O="$asan" ASAN=1 -j2 >"$work/build-asan.log" 2>&1; then
-	t_fail cli-build-asan "$(tail -n 5 "$work/build-asan.log" | tr '\n' ' ')"
+if ! why=$(nvs_asan_build); then
+	t_fail cli-build-asan "$why"
 	exit 0
 fi
 t_pass cli-build-asan
@@ -154,8 +154,9 @@ expect cli-record-nodir 2 'No such file or directory' \
 	thermal --record "$work/missing/x.csv" --duration 1
 if command -v setpriv >/dev/null && ((EUID == 0)); then
 	mkdir -m 755 "$work/ro"
+	nvs_world_copy "$plain/nvsidecar"
 	setpriv --reuid=65534 --regid=65534 --clear-groups -- \
-		"$plain/nvsidecar" thermal --record "$work/ro/x.csv" --duration 1 >"$work/out" 2>&1
+		"$NVS_WORLD_COPY" thermal --record "$work/ro/x.csv" --duration 1 >"$work/out" 2>&1
 	rc=$?
 	if ((rc == 4)) && grep -q 'Permission denied' "$work/out" && [[ -z $(ls -A "$work/ro") ]]; then
 		t_pass cli-record-unwritable

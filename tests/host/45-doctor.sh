@@ -20,7 +20,7 @@ set -u
 
 top=$NVS_TOP
 bld=$NVS_BUILD/doctor-u
-asan=$NVS_BUILD/doctor-asan
+asan=$NVS_ASAN
 dump=$top/tests/topo/5090-switch.dump
 py=/usr/bin/python3
 work=$(mktemp -d)
@@ -378,8 +378,8 @@ got=$(NVSIDECAR_BIN=$work/none bash -c 'die() { echo "die $1: $2"; }; . "$1/scri
 [[ $got == "die 1: nvsidecar: $work/none not found"* ]] && t_pass doctor-nhc-missing || t_fail doctor-nhc-missing "$got"
 
 # ASan/UBSan: the same paths (fork/exec child included) must be clean.
-if ! make -s -C "$top/user" O="$asan" ASAN=1 WERROR=1 -j2 >"$work/build" 2>&1; then
-	t_fail doctor-asan-build "$(tail -5 "$work/build" | tr '\n' ' ')"
+if ! why=$(nvs_asan_build); then
+	t_fail doctor-asan-build "$why"
 	exit 0
 fi
 export ASAN_OPTIONS=detect_leaks=1:exitcode=99 UBSAN_OPTIONS=halt_on_error=1:exitcode=98

@@ -15,7 +15,7 @@ set -u
 
 top=$NVS_TOP
 bld=$NVS_BUILD/idlefix-u
-asan=$NVS_BUILD/idlefix-asan
+asan=$NVS_ASAN
 py=/usr/bin/python3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -123,8 +123,9 @@ if command -v setpriv >/dev/null && ((EUID == 0)); then
 	cp "$work/libnvidia-ml.so.1" "$work/libcuda.so.1" "$pub/"
 	printf '%s 0 0 40 30\n' "$A" >"$pub/nvml.state"
 	chmod 644 "$pub"/*.so.1 "$pub/nvml.state"
+	nvs_world_copy "$bin"
 	FAKE_NVML_STATE=$pub/nvml.state FAKE_CUDA_LOG=/dev/null setpriv --reuid=65534 --regid=65534 --clear-groups -- \
-		"$bin" idle-fix --nvml "$pub/libnvidia-ml.so.1" --lib "$pub/libcuda.so.1" --state "$pub/locked/state" \
+		"$NVS_WORLD_COPY" idle-fix --nvml "$pub/libnvidia-ml.so.1" --lib "$pub/libcuda.so.1" --state "$pub/locked/state" \
 		--dry-run >/dev/null 2>"$work/err"
 	rc=$?
 	[[ $rc == 4 ]] && grep -q 'Permission denied; run as root, or pass --state' "$work/err" &&
@@ -195,8 +196,8 @@ else
 fi
 
 # ASan/UBSan: a whole fix cycle, the child included
-if ! make -s -C "$top/user" O="$asan" ASAN=1 WERROR=1 -j2 >"$work/build" 2>&1; then
-	t_fail idle-fix-asan-build "$(tail -5 "$work/build" | tr '\n' ' ')"
+if ! why=$(nvs_asan_build); then
+	t_fail idle-fix-asan-build "$why"
 	exit 0
 fi
 export ASAN_OPTIONS=detect_leaks=1:exitcode=99 UBSAN_OPTIONS=halt_on_error=1:exitcode=98

@@ -358,11 +358,12 @@ if command -v setpriv >/dev/null && ((EUID == 0)); then
 	cp "$fx/590/libcuda.so.590.48.01" "$pub/"
 	chmod 644 "$pub/libcuda.so.590.48.01"
 	nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
-	nobody "$bin" libcuda patch --lib "$pub/libcuda.so.590.48.01" --out "$pub/locked/new" >/dev/null 2>"$work/err"
+	nvs_world_copy "$bin"
+	nobody "$NVS_WORLD_COPY" libcuda patch --lib "$pub/libcuda.so.590.48.01" --out "$pub/locked/new" >/dev/null 2>"$work/err"
 	rc=$?
 	[[ $rc == 4 && ! -e $pub/locked/new ]] && grep -q "Permission denied" "$work/err" &&
 		t_pass libcuda-out-eacces || t_fail libcuda-out-eacces "rc $rc: $(cat "$work/err")"
-	nobody "$bin" libcuda patch --in-place --lib "$pub/libcuda.so.590.48.01" --state-dir "$pub/locked/a/b" \
+	nobody "$NVS_WORLD_COPY" libcuda patch --in-place --lib "$pub/libcuda.so.590.48.01" --state-dir "$pub/locked/a/b" \
 		>/dev/null 2>"$work/err"
 	rc=$?
 	[[ $rc == 4 ]] && grep -q "state directory .*(at \`$pub/locked/a').*Permission denied" "$work/err" &&
@@ -415,13 +416,13 @@ rc=$?
 	t_pass libcuda-verify-closed-hint || t_fail libcuda-verify-closed-hint "rc $rc: $(cat "$work/err")"
 
 # ---- bad input, under AddressSanitizer ------------------------------------
-asan=$NVS_BUILD/asan-libcuda
-if make -C "$top/user" O="$asan" ASAN=1 -j2 >"$work/asan.log" 2>&1; then
+asan=$NVS_ASAN
+if why=$(nvs_asan_build); then
 	abin=$asan/nvsidecar
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99
 	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=98
 else
-	t_fail libcuda-asan-build "$(tail -3 "$work/asan.log")"
+	t_fail libcuda-asan-build "$why"
 	abin=$bin
 fi
 bad() {	# bad NAME WANT_RC PATTERN CMD... : clear message, exit code, no sanitizer report

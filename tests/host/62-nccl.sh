@@ -14,7 +14,7 @@ set -u
 # shellcheck source=../lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-asan=$NVS_BUILD/asan
+asan=$NVS_ASAN
 plain=$NVS_BUILD/plain
 work=$(mktemp -d /tmp/nvs-nccl.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -26,8 +26,11 @@ export LSAN_OPTIONS=exitcode=97
 export UBSAN_OPTIONS=halt_on_error=1:exitcode=97:print_stacktrace=1
 export NO_COLOR=1
 
-if ! make -C "$NVS_TOP/user" O="$asan" ASAN=1 -j2 >"$work/build-asan.log" 2>&1 ||
-	! make -C "$NVS_TOP/user" O="$plain" -j2 >"$work/build-plain.log" 2>&1; then
+if ! why=$(nvs_asan_build); then
+	t_fail nccl-build "$why"
+	exit 0
+fi
+if ! make -C "$NVS_TOP/user" O="$plain" -j2 >"$work/build-plain.log" 2>&1; then
 	t_fail nccl-build "$(grep -h -m3 -E 'error' "$work"/build-*.log | tr '\n' ' ')"
 	exit 0
 fi

@@ -11,7 +11,7 @@ set -u
 # shellcheck source=../lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-asan=$NVS_BUILD/asan-rdma
+asan=$NVS_ASAN
 work=$(mktemp -d /tmp/nvs-rdma.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$asan"
@@ -21,8 +21,8 @@ export LSAN_OPTIONS=exitcode=97
 export UBSAN_OPTIONS=halt_on_error=1:exitcode=97:print_stacktrace=1
 export NO_COLOR=1
 
-if ! make -C "$NVS_TOP/user" O="$asan" ASAN=1 -j2 >"$work/build.log" 2>&1; then
-	t_fail rdma-build-asan "$(grep -m3 -E 'error' "$work/build.log" | tr '\n' ' ')"
+if ! why=$(nvs_asan_build); then
+	t_fail rdma-build-asan "$why"
 	exit 0
 fi
 bin=$asan/nvsidecar

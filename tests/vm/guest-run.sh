@@ -50,17 +50,12 @@ nvs_write_gpu_map >"$NVS_OUT/gpus"
 # run_one NAME FILE: one file in its own process group, time-limited.
 run_one() {
 	local name=$1 file=$2 rc pid t0=$SECONDS
-	# NVS_LANE_SKIP: "files|reason;files|reason" groups the lane leaves
-	# out (lanes.sh), each file named once with the reason it is left out.
-	local group rest=${NVS_LANE_SKIP:-}
-	while [[ -n $rest ]]; do
-		group=${rest%%;*}
-		[[ $rest == *';'* ]] && rest=${rest#*;} || rest=
-		if [[ " ${group%%|*} " == *" ${file##*/} "* ]]; then
-			t_skip "$name" "${group#*|}"
-			return
-		fi
-	done
+	# The lane's skip rows in tests/vm/lanes.tsv (lanes.sh sets
+	# NVS_LANE_POLICY; a run-vm of your own runs what you name).
+	if [[ -n ${NVS_LANE_POLICY:-} ]] && ! lane_verdict "$NVS_LANE" "$file"; then
+		t_skip "$name" "$LANE_WHY"
+		return
+	fi
 	dmesg_mark "begin $name"
 	echo "== $name"
 	# BASH_ENV sources guest-lib.sh into the file (and any bash it starts).

@@ -4,7 +4,7 @@
 # The VM suite (run by tests/run): for each boot lane of
 # scripts/kernels.sh (Debian 6.1, Debian 6.12, sid's newest stable kernel
 # from the archive, and the debug kernel with KASAN, lockdep and kmemleak
-# from ../shared/kernels), build the module and the test tools for it, boot
+# from ../shared/kernels or scripts/debug-kernel.sh), build the module and the test tools for it, boot
 # the kernel once with 8 simulated GPUs, run the lane's tests/vm/t-*.sh
 # inside (tests/vm/guest-run.sh) and append the results with a lane prefix
 # ("6.12: thermal-fixture"). A lane that does not finish (crash, panic,
@@ -12,9 +12,17 @@
 # whose kernel scripts/deps.sh or scripts/kernels.sh should have provided
 # and did not is a failure that names what to install.
 #
-# Environment: NVS_LANES="6.1 6.12 sid debug" chooses lanes, NVS_TESTS='t-x*'
-# the files (every lane), NVS_LANE_TIMEOUT (s) overrides the per-lane VM
-# limit.
+# Which files each lane runs, and why it leaves the others out, is the
+# table tests/vm/lanes.tsv; each t-*.sh declares its class in a header
+# line ("# class: kernel"), and a file without a class the table knows is
+# a failure (vm-class-NAME).
+#
+# Environment: NVS_LANES="6.1 6.12 sid debug" chooses lanes; NVS_ONLY='glob
+# ...' the files (matched against "t-x.sh", "t-x" and "x"; NVS_TESTS='t-x*'
+# does the same with file globs); NVS_LANE_TIMEOUT (s) overrides the
+# per-lane VM limit; NVS_LANE_SKIP_EXTRA="t-x.sh ..." leaves more files out
+# (local runs); NVS_LANES_DRY=1 prints what each lane would run and why,
+# and boots nothing.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=../lib.sh
@@ -23,6 +31,53 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/vmlib.sh"
 
 lanes=${NVS_LANES:-${KERN_BOOT_LANES[*]}}
+
+# The files this run asks for (NVS_TESTS globs, then NVS_ONLY), in name
+# order; every file's class is checked whether or not it runs.
+read -ra globs <<<"${NVS_TESTS:-t-*.sh}"
+shopt -s nullglob
+files=()
+bad=0
+for f in "$here"/t-*.sh; do
+	base=${f##*/}
+	if ! why=$(lane_class_check "$f"); then
+		t_fail "vm-class-${base%.sh}" "$why"
+		bad=1
+	fi
+	for g in "${globs[@]}"; do
+		# shellcheck disable=SC2053 # g is a glob
+		[[ $base == $g ]] || continue
+		b=${base%.sh}
+		nvs_only "$base" "$b" "${b#t-}" vm && files+=("$base")
+		break
+	done
+done
+shopt -u nullglob
+((bad)) || t_pass vm-classes
+if ((${#files[@]} == 0)); then
+	t_skip vm-lanes "no tests/vm/t-*.sh matches NVS_TESTS='${NVS_TESTS:-t-*.sh}' NVS_ONLY='${NVS_ONLY:-}'"
+	exit 0
+fi
+
+if [[ -n ${NVS_LANES_DRY:-} ]]; then
+	for lane in $lanes; do
+		lane_knobs "$lane"
+		echo "lane $lane limit=${NVS_LANE_TIMEOUT:-$LANE_LIMIT} ftimeout=$LANE_FTIMEOUT gpus=$LANE_GPUS env=${LANE_ENV[*]}"
+		# NVS_LAST's files run last (guest-run.sh).
+		last=" $(printf '%s\n' "${LANE_ENV[@]}" | sed -n 's/^NVS_LAST=//p' | tr '\n' ' ') "
+		order=()
+		for f in "${files[@]}"; do [[ $last == *" $f "* ]] || order+=("$f"); done
+		for f in "${files[@]}"; do [[ $last == *" $f "* ]] && order+=("$f"); done
+		for f in "${order[@]}"; do
+			if lane_verdict "$lane" "$here/$f"; then
+				echo "  $f run"
+			else
+				echo "  $f skip: $LANE_WHY"
+			fi
+		done
+	done
+	exit 0
+fi
 
 if ! command -v qemu-system-x86_64 >/dev/null; then
 	t_fail vm-harness "qemu-system-x86_64 is missing (run scripts/deps.sh)"
@@ -43,92 +98,20 @@ for lane in $lanes; do
 	if ! vm_kernel "$lane" 2>"$NVS_BUILD/vm/kernel-$lane.err"; then
 		why=$(<"$NVS_BUILD/vm/kernel-$lane.err")
 		if [[ $lane == debug && ! -d $NVS_SHARED/kernels ]]; then
-			t_skip "debug: vm-lane" "the debug lane needs ../shared/kernels beside the clone: $why"
+			t_skip "debug: vm-lane" "the debug lane needs ../shared/kernels beside the clone, or a kernel built by scripts/debug-kernel.sh: $why"
 		else
 			t_fail "$lane: vm-lane" "$why"
 		fi
 		continue
 	fi
 	kver=$VM_KREL
-	tests=${NVS_TESTS:-t-*.sh}
-	scale=() skip= gpus=8
-	# Files that test userspace against the module's interfaces, not the
-	# module on a new kernel: they run in the 6.12 lane, the reference.
-	userspace="t-topo.sh t-rdma.sh t-doctor.sh t-slurm.sh t-prometheus.sh"
-	userspace_why="userspace on the module's interfaces, which the 6.12 lane runs"
-	# The stress loops (load/unload cycles, the netlink fuzzer) repeat
-	# what one pass of the other files already drives on a kernel; they
-	# find races and leaks, which the 6.12 lane (the reference) and the
-	# debug lane (KASAN, lockdep, kmemleak) are for.
-	stress="t-thermal-cycles.sh t-netlink-fuzz.sh"
-	stress_why="a stress loop: the 6.12 lane runs it, and the debug lane the fuzzer (CI time)"
-	# Files about values and rules of our own code (fan-out to 8 GPUs,
-	# file modes, the 60 ms spike, fault patterns, alarms): the same on
-	# every kernel, so the reference lane runs them.
-	own="t-thermal-8gpus.sh t-thermal-perms.sh t-thermal-spike.sh t-thermal-faults.sh t-thermal-max.sh"
-	own_why="values and rules of our own code, the same on every kernel: the 6.12 lane runs it (CI time)"
-	case $lane in
-	6.12) limit=1500 ftimeout=400 ;;
-	6.1)
-		limit=1500 ftimeout=400
-		skip="$userspace|$userspace_why;$stress|$stress_why;$own|$own_why"
-		;;
-	sid)
-		# The newest stable kernel: every file that drives the module's
-		# kernel interfaces (hwmon, sysfs, netlink, PCI hotplug and
-		# ownership, dma-buf), which is what a new kernel breaks.
-		limit=1500 ftimeout=400
-		skip="$userspace|$userspace_why;$stress|$stress_why;$own|$own_why"
-		# dma-buf buffers up to 64 MiB: the same import path as 6.12's
-		# 512 MiB, at a fraction of the time under emulation.
-		scale=(-e NVS_DMABUF_MAX_MB=64)
-		;;
-	debug)
-		# KASAN, lockdep and TCG make every file 2-4 times slower; the
-		# stress loops are scaled down so that the CI run stays within
-		# its budget. t-budget-reads measures read rates against wall-clock
-		# time; under KASAN it measures the checkers instead (464 s).
-		limit=2400 ftimeout=900
-		# Buffers stop at 32 MiB: KASAN poisons and checks every page of
-		# a 512 MiB udmabuf for minutes under TCG, and the larger sizes
-		# take the same code path (the Debian lanes probe them).
-		# kmemleak finds a leaked attachment after any number of probes;
-		# 300 is enough for it to be reported by the scan at the end.
-		scale=(-e NVS_FUZZ_COUNT=4000 -e NVS_DMABUF_CYCLES=300 -e NVS_DMABUF_MAX_MB=32
-			-e NVS_DMABUF_CLI=0 -e NVS_DMABUF_FEW_INPUTS=1 -e NVS_OWNED_CYCLES=3 -e NVS_OWNED_LOADS=1
-			-e NVS_LAST=t-owned-unplug.sh)
-		# t-owned-unplug runs last: its surprise removal makes pciehp's
-		# own lockdep report (guest-lib.sh, _dmesg_not_ours), after
-		# which lockdep is off for the rest of the boot.
-		# Six simulated GPUs, the most any file kept here uses
-		# (t-owned-unplug): every idle GPU's sampler is KASAN-checked
-		# work at 50 Hz that slows the whole guest.
-		gpus=6
-		skip="$userspace|$userspace_why;t-budget-reads.sh|rates against wall-clock time measure KASAN here, not the module (the Debian and sid lanes run it)"
-		# Files whose kernel paths the files kept here already drive
-		# (hwmon and sysfs reads, genetlink ops, load and unload), and
-		# whose own matter is userspace or timing: the recorder and ring
-		# semantics of t-netlink (the fuzzer and t-netlink-hotplug drive
-		# every genetlink op here), 8-GPU fan-out, file modes, the 60 ms
-		# spike.
-		skip+=";t-netlink.sh t-thermal-8gpus.sh t-thermal-perms.sh t-thermal-spike.sh|covered in this lane by the fuzzer, t-netlink-hotplug and the thermal files, and userspace or timing under KASAN (the 6.1, 6.12 and sid lanes run it)"
-		# Decoding, alarms, fault patterns and module-parameter checks:
-		# values and rules of our own code, the same on every kernel,
-		# with no lifetime or lock of their own.
-		skip+=";t-thermal-values.sh t-thermal-faults.sh t-thermal-max.sh t-review-modules.sh|values and rules of our own code with no lifetime or lock to check under KASAN (the 6.1, 6.12 and sid lanes run it)"
-		# Paths the files kept here drive already, under the same
-		# checkers: hot removal with readers (t-netlink-hotplug,
-		# t-owned-unplug), load and unload with readers and streams
-		# (t-review-unload), resets at 1000 Hz and sample_hz changes
-		# (t-owned-pm, t-owned-bind).
-		skip+=";t-thermal-hotplug.sh t-thermal-cycles.sh t-review-sampler.sh t-review-sim.sh|its paths are driven in this lane by t-netlink-hotplug, t-owned-*, t-review-unload (the 6.1, 6.12 and sid lanes run it)"
-		;;
-	*) limit=1500 ftimeout=400 ;;
-	esac
-	# A reason never holds ";", which separates the groups (guest-run.sh).
-	# NVS_LANE_SKIP_EXTRA="t-x.sh ..." leaves more files out (local runs).
-	[[ -n ${NVS_LANE_SKIP_EXTRA:-} ]] && skip="${skip:+$skip;}$NVS_LANE_SKIP_EXTRA|left out by NVS_LANE_SKIP_EXTRA"
-	[[ -n $skip ]] && scale+=(-e "NVS_LANE_SKIP=$skip")
+	tests="${files[*]}"
+	lane_knobs "$lane"
+	gpus=$LANE_GPUS ftimeout=$LANE_FTIMEOUT limit=$LANE_LIMIT
+	# The guest reads the lane's skip rows itself (guest-run.sh).
+	scale=(-e NVS_LANE_POLICY=1)
+	for e in "${LANE_ENV[@]}"; do scale+=(-e "$e"); done
+	[[ -n ${NVS_LANE_SKIP_EXTRA:-} ]] && scale+=(-e "NVS_LANE_SKIP_EXTRA=$NVS_LANE_SKIP_EXTRA")
 	limit=${NVS_LANE_TIMEOUT:-$limit}
 	echo "-- lane $lane ($kver)"
 	if vm_module "$kver" "$VM_KDIR"; then

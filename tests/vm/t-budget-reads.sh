@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: kernel (tests/vm/lanes.tsv)
 #
 # Issue 12 item 3: the register-read budget, measured with mmio_reads.
 #   - defaults (sample_hz 50, mem_hz 1), GB202 with all 16 modules: at

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0 OR MIT
 # shellcheck shell=bash
+# class: kernel (tests/vm/lanes.tsv)
 #
 # The dma-buf capability shim (issue 5), in every lane. Sourced with
 # guest-lib.sh. Layout (run-vm): GPU0 and GPU1 behind one PCIe switch,

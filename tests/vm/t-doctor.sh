@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: userspace (tests/vm/lanes.tsv)
 #
 # `nvsidecar doctor' with the module loaded and simulated GPUs: the module
 # and GPU layers pass; --strict alone turns a warnings-only run (the 5090

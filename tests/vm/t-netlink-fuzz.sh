@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: stress (tests/vm/lanes.tsv)
 #
 # Issue 3: at least 50,000 malformed and random generic netlink messages
 # (tests/vm/tools/nlfuzz.c) get clean answers; afterwards the module still

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: kernel (tests/vm/lanes.tsv)
 #
 # Issue 3: PCI hot-remove and rescan of a simulated GPU while the CLI dumps
 # GPUs in a loop (each run exits 0 or with a clean error, never a crash)

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: kernel (tests/vm/lanes.tsv)
 #
 # Issue 3: the generic netlink family through libnvsidecar and the CLI.
 # Missing family message, JSON and --dump against hwmon, lossless

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: kernel (tests/vm/lanes.tsv)
 #
 # The driver-owned path, power and resets (issue 12 item 1): nvsidecar with
 # sim=...:owned and the stand-in owner driver nvsowner

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: kernel (tests/vm/lanes.tsv)
 #
 # The driver-owned path, removal by QEMU itself (issue 12 item 1): owned
 # simulated GPUs bound to the stand-in owner driver nvsowner

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: userspace (tests/vm/lanes.tsv)
 #
 # Prometheus for real: Debian's node_exporter scrapes the simulated GPUs'
 # hwmon chips and the textfile `nvsidecar doctor --textfile' writes (with a

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: userspace (tests/vm/lanes.tsv)
 #
 # Issue 7: `nvsidecar rdma' on soft-RoCE. Two rxe devices on the two ends
 # of a veth pair are two RDMA hosts:

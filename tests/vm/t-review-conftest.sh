@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: kernel (tests/vm/lanes.tsv)
 #
 # Review 2026-12-03 finding 11: DKMS runs kmod/conftest.sh as root, so its
 # scratch files must not live at a name another user can predict and plant

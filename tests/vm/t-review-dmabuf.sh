@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: kernel (tests/vm/lanes.tsv)
 #
 # Review 2026-12-03, the dma-buf probe:
 #   finding 4: NVS_CMD_DMABUF_PROBE needs CAP_SYS_ADMIN, not only

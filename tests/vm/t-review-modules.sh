@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: kernel (tests/vm/lanes.tsv)
 #
 # Issue 12 item 4: per-module memory temperatures on Ampere/Ada GDDR6X
 # recipes (ad102, ad103, ad104, ga102) and the validity rule of

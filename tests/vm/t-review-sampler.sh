@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: kernel (tests/vm/lanes.tsv)
 #
 # Review 2026-12-03, the sampler:
 #   finding 1: sample_hz dropping to 0 between the sampler's idle check and

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: kernel (tests/vm/lanes.tsv)
 #
 # The sim= parameter and the ownership rules (review 2026-12-03 findings 5
 # and 10, issue 12 item 1):

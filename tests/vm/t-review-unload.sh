@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: kernel (tests/vm/lanes.tsv)
 #
 # Review 2026-12-03 finding 6: rmmod tore the GPUs down one by one after
 # unregistering the PCI notifier, so a driver unbinding a GPU meanwhile

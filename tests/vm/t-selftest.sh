@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: kernel (tests/vm/lanes.tsv)
 #
 # Issue 12 item 5: the module's own self-tests (kmod/selftest/, WireGuard
 # style), built with `make module NVS_SELFTEST=1` into

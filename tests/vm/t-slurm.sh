@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: userspace (tests/vm/lanes.tsv)
 #
 # Slurm for real: munged, slurmctld and slurmd from Debian run in the guest
 # with scripts/slurm/nvsidecar-healthcheck as HealthCheckProgram every 2 s

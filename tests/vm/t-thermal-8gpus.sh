@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: own (tests/vm/lanes.tsv)
 #
 # Issue 2: 8 simulated GPUs at once, each showing its own registers (a
 # different ch0 per GPU catches any mix-up between BARs, hwmon chips and

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: stress (tests/vm/lanes.tsv)
 #
 # Issue 2: 200 load/unload cycles (NVS_CYCLES overrides) with concurrent
 # readers of every hwmon and class file of every GPU; then the module must

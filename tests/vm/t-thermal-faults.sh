@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: own (tests/vm/lanes.tsv)
 #
 # Issue 2: fault patterns never show up as temperatures. All-ones (device
 # gone or resetting), 0xBADFxxxx poison and GDDR7 validity bits off give

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: kernel (tests/vm/lanes.tsv)
 #
 # Issue 2: PCI hot-remove and rescan of a simulated GPU in the middle of
 # sampling, with readers of every hwmon and class file running; the other

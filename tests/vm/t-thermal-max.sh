@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: own (tests/vm/lanes.tsv)
 #
 # Issue 2: the root-writable _max threshold, _max_alarm and the crossing
 # counters; malformed writes are refused and change nothing.

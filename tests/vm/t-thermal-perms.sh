@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: own (tests/vm/lanes.tsv)
 #
 # Issue 2: an unprivileged user reads every hwmon and class file (a value
 # or "No data available", never "Permission denied") and writes none; the

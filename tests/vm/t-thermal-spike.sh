@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: own (tests/vm/lanes.tsv)
 #
 # Issue 2: a 60 ms spike written while the module samples at 50 Hz shows up
 # in _highest (the point of the kernel sampler: NVML and 1 s pollers miss

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: kernel (tests/vm/lanes.tsv)
 #
 # Issue 2: exact hwmon values and labels for the GB202 and Ada fixtures of
 # tests/vm/tools/nvsim.c at full 1/256 °C precision, the class files, and

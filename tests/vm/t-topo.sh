@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: userspace (tests/vm/lanes.tsv)
 #
 # Issue 6: `nvsidecar topo' on the guest's real q35 PCIe layout (run-vm):
 # GPU0 and GPU1 behind an x3130 switch under root port 00:10.0, GPU2 on its
