@@ -7,7 +7,7 @@
 # idle-fix state file. Each target is built with clang under ASan and UBSan
 # (-fsanitize=fuzzer,address,undefined), replays its saved regression
 # inputs (tests/fuzz/regress/TARGET/), then fuzzes for NVS_FUZZ_SECONDS
-# (20 s by default: seven targets, about 2.5 minutes, plus the build) from
+# (20 s by default: seven targets, 140 s of fuzzing, plus the build) from
 # seeds taken from the test fixtures. A crash, leak, hang (over
 # NVS_FUZZ_TIMEOUT s on one input) or sanitizer report fails the target
 # and the input is kept under $NVS_BUILD/fuzz/crashes/.
