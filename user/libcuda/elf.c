@@ -392,16 +392,19 @@ int lc_elf_sym(const struct lc_elf *e, const char *name, uint64_t *value)
 
 int lc_elf_relative(const struct lc_elf *e, uint64_t slot, uint64_t *value)
 {
-	const Elf64_Rela *r = (const Elf64_Rela *)lc_elf_ptr(e, e->rela, e->relasz);
+	/* bytes, copied out: DT_RELA comes from the file and may be misaligned */
+	const uint8_t *p = lc_elf_ptr(e, e->rela, e->relasz);
+	Elf64_Rela r;
 
-	if (!r)
+	if (!p)
 		return -ENOENT;
-	for (size_t i = 0; i < e->relasz / sizeof(*r); ++i) {
-		if (r[i].r_offset != slot)
+	for (size_t i = 0; i < e->relasz / sizeof(r); ++i) {
+		memcpy(&r, p + i * sizeof(r), sizeof(r));
+		if (r.r_offset != slot)
 			continue;
-		if (ELF64_R_TYPE(r[i].r_info) != R_X86_64_RELATIVE_)
+		if (ELF64_R_TYPE(r.r_info) != R_X86_64_RELATIVE_)
 			return -EINVAL;
-		*value = r[i].r_addend;
+		*value = r.r_addend;
 		return 0;
 	}
 	return -ENOENT;
@@ -414,22 +417,26 @@ int lc_elf_import_slot(const struct lc_elf *e, const char *name, uint64_t *slot)
 	size_t n = strlen(name);
 
 	for (size_t t = 0; t < 2; ++t) {
-		const Elf64_Rela *r = (const Elf64_Rela *)lc_elf_ptr(e, tabs[t].at, tabs[t].size);
+		const uint8_t *p = lc_elf_ptr(e, tabs[t].at, tabs[t].size);
 
-		if (!r || !tabs[t].size)
+		if (!p || !tabs[t].size)
 			continue;
-		for (size_t i = 0; i < tabs[t].size / sizeof(*r); ++i) {
-			uint32_t type = ELF64_R_TYPE(r[i].r_info), idx = ELF64_R_SYM(r[i].r_info);
+		for (size_t i = 0; i < tabs[t].size / sizeof(Elf64_Rela); ++i) {
+			Elf64_Rela r;	/* copied out, as in lc_elf_relative() */
+			uint32_t type, idx;
 			Elf64_Sym s;
 			const char *str;
 
+			memcpy(&r, p + i * sizeof(r), sizeof(r));
+			type = ELF64_R_TYPE(r.r_info);
+			idx = ELF64_R_SYM(r.r_info);
 			if ((type != 7 /* JUMP_SLOT */ && type != 6 /* GLOB_DAT */) || !idx ||
 			    !rd(e, e->symtab + (uint64_t)idx * sizeof(s), &s, sizeof(s)) || s.st_name >= e->strsz ||
 			    e->strsz - s.st_name < n + 1)
 				continue;
 			str = (const char *)lc_elf_ptr(e, e->strtab + s.st_name, n + 1);
 			if (str && !memcmp(str, name, n + 1)) {
-				*slot = r[i].r_offset;
+				*slot = r.r_offset;
 				return 0;
 			}
 		}
