@@ -196,6 +196,18 @@ NVS_NVIDIA_VERSION_FILE=$work/version "$bin" libcuda status --lib "$out/libcuda.
 rc=$?
 [[ $rc == 9 ]] && grep -q 'STALE PATCHED COPY.*620.10.02.*615.71.09' "$work/log" &&
 	t_pass libcuda-stale-driver || t_fail libcuda-stale-driver "rc $rc: $(tail -3 "$work/log")"
+# The open kernel module (the default for RTX 50) writes "Open Kernel Module
+# for <arch>" before the version (NVIDIA's README, "Open Linux Kernel
+# Modules"; open-gpu-kernel-modules' utils.mk): the stale rule must read it too.
+echo "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  620.10.02  Release Build  (builder@host)  Thu Jan  1 00:00:00 UTC 2026" >"$work/open-version"
+NVS_NVIDIA_VERSION_FILE=$work/open-version "$bin" libcuda status --lib "$out/libcuda.so.1" >"$work/log" 2>&1
+rc=$?
+[[ $rc == 9 ]] && grep -q 'STALE PATCHED COPY.*620.10.02.*615.71.09' "$work/log" &&
+	t_pass libcuda-stale-driver-open-module || t_fail libcuda-stale-driver-open-module "rc $rc: $(tail -3 "$work/log")"
+sed -i 's/620\.10\.02/615.71.09/' "$work/open-version"
+NVS_NVIDIA_VERSION_FILE=$work/open-version status "$out/libcuda.so.1"
+[[ $rc == 0 && $(verdict) == patched ]] && grep -qP '^manifest\t.*\tcurrent' <<<"$dump" &&
+	t_pass libcuda-copy-current-open-module || t_fail libcuda-copy-current-open-module "rc $rc: $dump"
 NVS_NVIDIA_VERSION_FILE=$work/version "$bin" libcuda env --out "$out" >/dev/null 2>"$work/err"
 [[ $? == 9 ]] && grep -q STALE "$work/err" && t_pass libcuda-env-refuses-stale ||
 	t_fail libcuda-env-refuses-stale "$(cat "$work/err")"
@@ -439,7 +451,7 @@ bad() {	# bad NAME WANT_RC PATTERN CMD... : clear message, exit code, no sanitiz
 hbin=$work/health-test
 if [[ -f $asan/libcuda/health.o ]] &&
    gcc -fsanitize=address,undefined -I"$top/user" -o "$hbin" "$top/tests/libcuda/health-test.c" \
-	"$asan"/libcuda/{health,report,gate,paths,bulk,emu,elf,sha256,manifest,known}.o "$asan/common/io.o" \
+	"$asan"/libcuda/{health,report,gate,paths,bulk,emu,elf,sha256,manifest,known}.o "$asan/sys/nvdriver.o" "$asan/common/io.o" \
 	$(pkg-config --libs capstone unicorn libelf) -lm -lpthread 2>"$work/err"; then
 	health() { "$hbin" "$@" 2>"$work/herr"; }
 	hfield() { cut -f"$1" <<<"$2"; }
