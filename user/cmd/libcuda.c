@@ -167,6 +167,7 @@ static int exit_for(int ret)
 {
 	switch (-ret) {
 	case ENOEXEC: case EINVAL: case EISDIR: case ENOTDIR: case ENAMETOOLONG:
+	case EFBIG:	/* larger than any libcuda: lc_elf_open's size limit */
 		return NVS_EX_USAGE;
 	case EPERM: case EACCES:
 		return NVS_EX_PERM;

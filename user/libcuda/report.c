@@ -274,7 +274,7 @@ int lc_analyse(const char *path, const char *state, struct lc_report *r, char *e
 	r->elf_ok = true;
 	if (!stat(path, &st))
 		r->size = st.st_size;
-	lc_sha256_hex(r->elf.map, r->elf.size, r->sha);
+	lc_sha256_mapped(r->elf.map, r->elf.size, r->sha);
 	r->known = lc_known_by_hash(r->sha);
 	version_of(r);
 	lc_gate_analyse(&r->elf, &r->g);
