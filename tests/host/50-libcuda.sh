@@ -794,7 +794,7 @@ else
 		t0=$SECONDS
 		{ ((${#full[@]})) && python3 "$top/tests/libcuda/mutate.py" --all-sites "$bin" "$table" "${full[@]}"
 		  ((${#rest[@]})) && python3 "$top/tests/libcuda/mutate.py" "$bin" "$table" "${rest[@]}"; } >"$work/mutate.log" 2>&1
-		grep -E ' (wrong|error|WRONG) |^mutants' "$work/mutate.log"
+		grep -E ' (wrong|error|WRONG) |^mutants|^class' "$work/mutate.log" | tee -a "$timings"
 		sums=$(awk '/^mutants/ { n += $2; r += $4; c += $7; w += $10; e += $12 } END { print n, r, c, w, e }' "$work/mutate.log" | tr -d ,)
 		read -r mn mr mc mw me <<<"$sums"
 		echo "mutants $mn: refused $mr, planned correctly $mc, planned wrongly $mw, errors $me ($((SECONDS - t0)) s)" | tee -a "$timings"
