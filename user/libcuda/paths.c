@@ -35,6 +35,7 @@ struct walk {
 	const struct lc_path_store *st;
 	bool *reached;
 	size_t paths, exits;
+	size_t ends;		/* paths ended at an exit or a trap */
 	bool fail;
 	bool judge;		/* false: only which stores are reached */
 	char *why;
@@ -98,11 +99,16 @@ static void walk(struct walk *w, long i, bool set, uint64_t last)
 			}
 			last = p->addr;
 		}
-		if (p->kind == K_TRAP)
+		if (p->kind == K_TRAP) {
+			/* not a path that returns, but it counts toward the bound */
+			if (++w->ends > LC_PATHS_MAX)
+				failf(w, "more than %" PRIu64 " paths (last trap 0x%" PRIx64 "): not enumerated",
+				      (uint64_t)LC_PATHS_MAX, p->addr);
 			break;
+		}
 		if (p->kind == K_RET || p->kind == K_OUT) {
 			w->exits++;
-			if (++w->paths > LC_PATHS_MAX)
+			if (++w->paths > LC_PATHS_MAX || ++w->ends > LC_PATHS_MAX)
 				failf(w, "more than %" PRIu64 " paths (last exit 0x%" PRIx64 "): not enumerated",
 				      (uint64_t)LC_PATHS_MAX, p->addr);
 			else if (!w->judge)
