@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,11 +51,13 @@ static int check_plan(const struct lc_report *r, char *err, size_t errlen)
 
 /*
  * The library, with the plan's rewrites when plan is set, a block at a
- * time from the read-only mapping: into f when given (all-zero blocks are
- * skipped, so holes stay holes and the copy is as sparse as the source),
- * and always into the SHA-256 in sha. Each window of the mapping is dropped
- * once read, so memory stays at one window whatever the file's size: no
- * copy of the whole image is ever made.
+ * time from the read-only mapping: into f when given, and always into the
+ * SHA-256 in sha. A block that is a hole in the source (SEEK_DATA) is not
+ * read and not written, so holes stay holes and cost neither memory nor
+ * page faults; zeros the source really stores are written (a filesystem
+ * that cannot hold them says so now, not when the copy is loaded). Each
+ * window of the mapping is dropped once read, so memory stays at one
+ * window whatever the file's size: no copy of the whole image is made.
  */
 static int stream_image(FILE *f, const struct lc_report *r, bool plan, char sha[65], char *err, size_t errlen)
 {
@@ -66,11 +69,36 @@ static int stream_image(FILE *f, const struct lc_report *r, bool plan, char sha[
 	/* tests: a write that does not do what the plan says, for the re-check to catch */
 	const char *t = getenv("NVS_TEST_LIBCUDA_DROP_REWRITE");
 	long drop = f && t ? atol(t) : -1;
+	/* tests: widen the window for an interrupted write, as nvs_write_atomic does */
+	const char *d = getenv("NVS_TEST_WRITE_DELAY_MS");
+	long delay = f && d ? atol(d) : 0;
+	int fd = open(r->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	long long data = -1;	/* the next data at or after the block, once looked up */
+	int ret = 0;
 
 	lc_sha256_init(&c);
 	for (size_t off = 0; off < size; off += BLOCK) {
 		size_t k = size - off < BLOCK ? size - off : BLOCK;
+		bool hole = false, touched = false;
 
+		for (size_t i = 0; plan && i < r->g.nplan; ++i)
+			touched |= (uint64_t)r->g.plan[i].off < off + k &&
+				   (uint64_t)r->g.plan[i].off + r->g.plan[i].len > off;
+		if (fd >= 0 && k == BLOCK && !touched) {
+			if (data < (long long)off) {
+				off_t n = lseek(fd, (off_t)off, SEEK_DATA);
+
+				data = n >= 0 ? n : errno == ENXIO ? (long long)size : (long long)off;
+			}
+			hole = data >= (long long)(off + k);
+		}
+		if (hole) {
+			lc_sha256_update(&c, zero, k);
+			if (f && fseeko(f, k, SEEK_CUR) < 0)
+				goto fail;
+			dropped = off + k;
+			continue;
+		}
 		memcpy(blk, map + off, k);
 		for (size_t i = 0; plan && i < r->g.nplan; ++i) {
 			const struct lc_rewrite *w = &r->g.plan[i];
@@ -82,25 +110,27 @@ static int stream_image(FILE *f, const struct lc_report *r, bool plan, char sha[
 					blk[w->off + b - off] = w->new[b];
 		}
 		lc_sha256_update(&c, blk, k);
-		if (f && k == BLOCK && !memcmp(blk, zero, k)) {
-			if (fseeko(f, k, SEEK_CUR) < 0)
-				goto fail;
-		} else if (f && fwrite(blk, 1, k, f) != k) {
+		if (f && fwrite(blk, 1, k, f) != k)
 			goto fail;
-		}
 		if (off + k - dropped >= LC_SHA256_WINDOW || off + k == size) {
 			madvise((uint8_t *)map + dropped, off + k - dropped, MADV_DONTNEED);
 			dropped = off + k;
 		}
+		if (delay && !((off + k) % (1u << 20)))
+			usleep(delay * 1000);
 	}
 	/* a trailing hole: the size comes from the truncate */
 	if (f && (fflush(f) || ftruncate(fileno(f), (off_t)size) < 0))
 		goto fail;
 	lc_sha256_final(&c, sha);
-	return 0;
+	goto out;
 fail:
-	snprintf(err, errlen, "Unable to write the copy: %s", strerror(errno ? errno : EIO));
-	return errno ? -errno : -EIO;
+	ret = errno ? -errno : -EIO;
+	snprintf(err, errlen, "Unable to write the copy: %s", strerror(-ret));
+out:
+	if (fd >= 0)
+		close(fd);
+	return ret;
 }
 
 static void fill_manifest(struct lc_manifest *m, const struct lc_report *r, const char *mode, const char *out,
