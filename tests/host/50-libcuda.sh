@@ -196,6 +196,18 @@ NVS_NVIDIA_VERSION_FILE=$work/version "$bin" libcuda status --lib "$out/libcuda.
 rc=$?
 [[ $rc == 9 ]] && grep -q 'STALE PATCHED COPY.*620.10.02.*615.71.09' "$work/log" &&
 	t_pass libcuda-stale-driver || t_fail libcuda-stale-driver "rc $rc: $(tail -3 "$work/log")"
+# The open kernel module (the default for RTX 50) writes "Open Kernel Module
+# for <arch>" before the version (NVIDIA's README, "Open Linux Kernel
+# Modules"; open-gpu-kernel-modules' utils.mk): the stale rule must read it too.
+echo "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  620.10.02  Release Build  (builder@host)  Thu Jan  1 00:00:00 UTC 2026" >"$work/open-version"
+NVS_NVIDIA_VERSION_FILE=$work/open-version "$bin" libcuda status --lib "$out/libcuda.so.1" >"$work/log" 2>&1
+rc=$?
+[[ $rc == 9 ]] && grep -q 'STALE PATCHED COPY.*620.10.02.*615.71.09' "$work/log" &&
+	t_pass libcuda-stale-driver-open-module || t_fail libcuda-stale-driver-open-module "rc $rc: $(tail -3 "$work/log")"
+sed -i 's/620\.10\.02/615.71.09/' "$work/open-version"
+NVS_NVIDIA_VERSION_FILE=$work/open-version status "$out/libcuda.so.1"
+[[ $rc == 0 && $(verdict) == patched ]] && grep -qP '^manifest\t.*\tcurrent' <<<"$dump" &&
+	t_pass libcuda-copy-current-open-module || t_fail libcuda-copy-current-open-module "rc $rc: $dump"
 NVS_NVIDIA_VERSION_FILE=$work/version "$bin" libcuda env --out "$out" >/dev/null 2>"$work/err"
 [[ $? == 9 ]] && grep -q STALE "$work/err" && t_pass libcuda-env-refuses-stale ||
 	t_fail libcuda-env-refuses-stale "$(cat "$work/err")"
@@ -440,7 +452,7 @@ bad() {	# bad NAME WANT_RC PATTERN CMD... : clear message, exit code, no sanitiz
 hbin=$work/health-test
 if [[ -f $asan/libcuda/health.o ]] &&
    gcc -fsanitize=address,undefined -I"$top/user" -o "$hbin" "$top/tests/libcuda/health-test.c" \
-	"$asan"/libcuda/{health,report,gate,bulk,emu,elf,sha256,manifest,known}.o "$asan/common/io.o" \
+	"$asan"/libcuda/{health,report,gate,paths,bulk,emu,elf,sha256,manifest,known}.o "$asan/sys/nvdriver.o" "$asan/common/io.o" \
 	$(pkg-config --libs capstone unicorn libelf) -lm -lpthread 2>"$work/err"; then
 	health() { "$hbin" "$@" 2>"$work/herr"; }
 	hfield() { cut -f"$1" <<<"$2"; }
@@ -559,6 +571,73 @@ for c in "status --lib $fx/615/libcuda.so.615.71.09" "verify --lib $work/out-615
 	grep -q Sanitizer "$work/bad.err" && { t_fail "libcuda-asan-${c%% *}" "$(head -c 400 "$work/bad.err")"; continue; }
 	t_pass "libcuda-asan-${c%% *}"
 done
+
+# ---- bounded on any input ---------------------------------------------------
+# Every input finishes in under 5 s and 256 MiB (issue 21): special files and
+# files over the size limit are refused (exit 2) before they are read, and a
+# library under the limit is hashed and copied a window at a time. Time is the
+# command's CPU time (user + system, getrusage) where the work is real, since
+# the wall clock depends on what else the machine runs; refusals are also held
+# to 5 s of wall time.
+measure() { python3 "$top/tests/libcuda/measure.py" 30 "$@"; }
+bounded() {	# bounded NAME WANT_RC WALL_TOO CMD...
+	local name=$1 want=$2 wall=$3 rc w cpu kib
+	shift 3
+	read -r rc w cpu kib < <(measure "$@")
+	if [[ $rc == "$want" ]] && (( kib < 262144 )) &&
+	   python3 -c 'import sys; w, c, wall = map(float, sys.argv[1:]); sys.exit(not (c < 5 and (not wall or w < 5)))' \
+		"$w" "$cpu" "$wall"; then
+		t_pass "$name"
+	else
+		t_fail "$name" "rc $rc (want $want), ${w} s wall, ${cpu} s CPU, max RSS ${kib} KiB (limits: 5 s, 262144 KiB)"
+	fi
+	echo "$name: rc $rc, ${w} s wall, ${cpu} s CPU, max RSS ${kib} KiB" >>"$NVS_BUILD/libcuda-bounded.txt"
+}
+: >"$NVS_BUILD/libcuda-bounded.txt"
+mkdir -p "$work/giant"
+truncate -s 4G "$work/giant/libcuda.so.615.71.09"
+bounded libcuda-bounded-sparse-4g 2 1 "$bin" libcuda status --lib "$work/giant/libcuda.so.615.71.09"
+"$bin" libcuda status --lib "$work/giant/libcuda.so.615.71.09" >/dev/null 2>"$work/err"
+grep -q '512 MiB' "$work/err" && t_pass libcuda-size-limit-said || t_fail libcuda-size-limit-said "$(cat "$work/err")"
+bounded libcuda-bounded-dev-zero 2 1 "$bin" libcuda status --lib /dev/zero
+bounded libcuda-bounded-patch-dev-zero 2 1 "$bin" libcuda patch --lib /dev/zero --out "$work/giant-out"
+mkfifo "$work/giant/fifo"
+bounded libcuda-bounded-fifo 2 1 "$bin" libcuda status --lib "$work/giant/fifo"
+rm -f "$work/giant/libcuda.so.615.71.09" "$work/giant/fifo"
+# a real-shaped library padded with a 500 MiB hole: analysed, patched, re-checked
+cp "$fx/615/libcuda.so.615.71.09" "$work/giant/"
+truncate -s 500M "$work/giant/libcuda.so.615.71.09"
+bounded libcuda-bounded-sparse-500m-status 0 0 "$bin" libcuda status --lib "$work/giant/libcuda.so.615.71.09"
+bounded libcuda-bounded-sparse-500m-patch 0 0 "$bin" libcuda patch --lib "$work/giant/libcuda.so.615.71.09" --out "$work/giant-out"
+kib=$(du -k "$work/giant-out/libcuda.so.615.71.09" 2>/dev/null | cut -f1)
+[[ -n $kib && $kib -lt 65536 && $(stat -c %s "$work/giant-out/libcuda.so.615.71.09") == $((500 << 20)) ]] &&
+	t_pass libcuda-copy-stays-sparse ||
+	t_fail libcuda-copy-stays-sparse "the 500 MiB copy takes ${kib:-?} KiB on disk ($(stat -c %s "$work/giant-out/libcuda.so.615.71.09" 2>&1) bytes)"
+rm -rf "$work/giant" "$work/giant-out"
+
+# ---- re-check what is written ---------------------------------------------
+# NVS_TEST_LIBCUDA_DROP_REWRITE=N leaves rewrite N out of what is written (a
+# wrong write, as a plan that does not do what it claims would be): the image
+# read back is not patched, so nothing may be left under a final name.
+src615=$fx/615/libcuda.so.615.71.09
+rk=$work/recheck
+mkdir -p "$rk/out"
+NVS_TEST_LIBCUDA_DROP_REWRITE=0 "$bin" libcuda patch --lib "$src615" --out "$rk/out" >/dev/null 2>"$work/err"
+rc=$?
+[[ $rc == 2 && -z $(ls -A "$rk/out") ]] && grep -q 'does not analyse as patched' "$work/err" &&
+	t_pass libcuda-recheck-copy-nothing-published ||
+	t_fail libcuda-recheck-copy-nothing-published "rc $rc, left: $(ls -A "$rk/out" | tr '\n' ' '), $(cat "$work/err")"
+cp "$src615" "$rk/"
+before=$(sha "$rk/libcuda.so.615.71.09")
+NVS_TEST_LIBCUDA_DROP_REWRITE=1 "$bin" libcuda patch --in-place --lib "$rk/libcuda.so.615.71.09" \
+	--state-dir "$rk/state" >/dev/null 2>"$work/err"
+rc=$?
+left=$(ls -A "$rk" | grep -v -x -e out -e state -e libcuda.so.615.71.09)
+[[ $rc == 2 && $(sha "$rk/libcuda.so.615.71.09") == "$before" && -z $left &&
+   -z $(ls "$rk/state" 2>/dev/null | grep -v '^backup-') ]] && grep -q 'unchanged' "$work/err" &&
+	t_pass libcuda-recheck-in-place-unchanged ||
+	t_fail libcuda-recheck-in-place-unchanged "rc $rc, $(ls -A "$rk" "$rk/state" 2>&1 | tr '\n' ' '), $(cat "$work/err")"
+rm -rf "$rk"
 
 # ---- the real NVIDIA binaries: every driver branch Debian carries ----------
 # Builds come from Debian's archive through a private apt configuration
@@ -716,7 +795,7 @@ else
 		t0=$SECONDS
 		{ ((${#full[@]})) && python3 "$top/tests/libcuda/mutate.py" --all-sites "$bin" "$table" "${full[@]}"
 		  ((${#rest[@]})) && python3 "$top/tests/libcuda/mutate.py" "$bin" "$table" "${rest[@]}"; } >"$work/mutate.log" 2>&1
-		grep -E ' (wrong|error|WRONG) |^mutants' "$work/mutate.log"
+		grep -E ' (wrong|error|WRONG) |^mutants|^class' "$work/mutate.log" | tee -a "$timings"
 		sums=$(awk '/^mutants/ { n += $2; r += $4; c += $7; w += $10; e += $12 } END { print n, r, c, w, e }' "$work/mutate.log" | tr -d ,)
 		read -r mn mr mc mw me <<<"$sums"
 		echo "mutants $mn: refused $mr, planned correctly $mc, planned wrongly $mw, errors $me ($((SECONDS - t0)) s)" | tee -a "$timings"

@@ -32,6 +32,7 @@
 #endif
 #define OTHER (FIELD - 0x88)	/* attribute 124 also needs OTHER & 0x08 */
 #define DECOY (FIELD + 0x0c)
+#define HAL 0xa000		/* the device's function table, far from FIELD */
 #ifndef INIT_COPY
 #define INIT_COPY 2
 #endif
@@ -436,6 +437,19 @@ nvs_fake_init:
 	.cfi_def_cfa_offset 16
 	leaq	nvs_dev(%rip), %rbx
 	orb	$0x08, OTHER(%rbx)
+	/*
+	 * The device's function table, as the real drivers fill it (each
+	 * initialiser's address loaded with lea and stored): nvsidecar counts
+	 * an initialiser only when its routine is called or stored like this.
+	 */
+	leaq	init0(%rip), %rax
+	movq	%rax, HAL(%rbx)
+#ifdef SHAPE_615
+	leaq	init1(%rip), %rax
+	movq	%rax, HAL+8(%rbx)
+	leaq	init2(%rip), %rax
+	movq	%rax, HAL+16(%rbx)
+#endif
 	movq	%rbx, %rdi
 #if defined(SHAPE_615) && INIT_COPY == 1
 	call	init1

@@ -17,7 +17,16 @@ the mutation alone (never from the tool's output):
                 checked by evaluating the rewritten instruction, and nothing
                 but the optional ones besides; a refusal is also accepted.
 
-Prints one line per mutant and a summary:
+Besides the mutants around each store, the classes of issue 21 on the
+initialiser's routine: its entry made `ret`, a `jmp` away or `ud2`; the
+`lea`/`call` references to it removed; each of its byte stores replaced
+by no-ops; a conditional branch around its first store (`je` or, inverted,
+`jne`) and one redirected after it; a second, early return before the
+store. A routine that does not run, or a path that returns without storing
+the byte, must be refused.
+
+Prints one line per mutant, one per class (class NAME: refused R, planned
+correctly C, planned wrongly W, errors E) and a summary:
   mutants N: refused R, planned correctly C, planned wrongly W, errors E
 and exits 1 when W or E is not 0 (or a baseline is wrong).
 Standard library only; objdump (binutils) tells instruction boundaries.
@@ -287,8 +296,8 @@ class Builder:
                 out.append(ins)
         return out
 
-    def add(self, name, patches, refuse_only, required=None, optional=None, verdict=None):
-        m = {'name': name, 'patches': patches, 'refuse_only': refuse_only,
+    def add(self, name, patches, refuse_only, required=None, optional=None, verdict=None, cls='other'):
+        m = {'name': name, 'cls': cls, 'patches': patches, 'refuse_only': refuse_only,
              'required': required if required is not None else dict(self.base),
              'optional': optional or {}}
         if verdict:
@@ -379,12 +388,87 @@ class Builder:
                 opt = {o: p for o, p in self.base.items() if o not in req and o != x}
                 self.add('rmw-initialiser-0x%x' % (x - 9), [(x - 9, seq)], False, req, opt)
             self.add('no-initialiser', [(o, b'\x0f\x1f\x00') for o, _, _ in inits], True)
+        self.build_control(inits, comp)
         if inits and comp:
             # the issue: the init rewrite applied by hand, the computed store left
             patches = [(o, new) for o, _, new in inits]
             self.add('init-hand-patched', patches, False, {comp[0][0]: is_or_set}, {},
                      verdict='partially-patched')
         return self.mutants
+
+
+    def build_control(self, inits, comp):
+        """Issue 21's classes: the initialiser must be shown to run, and every
+        path through its routine to store the byte with the bit set."""
+        if not inits:
+            return
+        f = self.field
+        entry = self.func_of(inits[0][0])
+        e = self.off(entry)
+        k0 = self.index.get(entry)
+        if not entry or k0 is None:
+            return
+        body = []
+        for ins in self.insns[k0:]:
+            if ins.addr != entry and ins.addr in set(self.fs):
+                break
+            body.append(ins)
+        rets = [i for i in body if i.raw == b'\xc3']
+        # entry made ret / jmp away / ud2: the routine never reaches its stores
+        self.add('entry-ret-0x%x' % entry, [(e, b'\xc3')], True, cls='entry-ret')
+        nxt = max(self.fs[self.fs.index(entry) + 1], entry + 5) if entry in self.fs[:-1] else entry + 0x1000
+        self.add('entry-jmp-0x%x' % entry, [(e, b'\xe9' + struct.pack('<i', nxt - (entry + 5)))], True,
+                 cls='entry-jmp')
+        self.add('entry-ud2-0x%x' % entry, [(e, b'\x0f\x0b')], True, cls='entry-ud2')
+        # the reference to the routine removed: every lea of its address and call of it
+        refs = [i for i in self.insns if re.search(r'(lea|call|jmp)\s.*\b%x\b' % entry, i.text) and
+                i.addr != entry and (i.text.startswith('call') or i.text.startswith('jmp') or
+                                     '# %x' % entry in i.text)]
+        if refs:
+            self.add('unreferenced-0x%x' % entry,
+                     [(self.off(i.addr), b'\x0f\x1f\x80\x00\x00\x00\x00'[:len(i.raw)] if len(i.raw) == 7
+                       else b'\x90' * len(i.raw)) for i in refs], True, cls='unreferenced')
+        # the byte stores of the routine replaced by no-ops
+        stores = [i for i in body if re.search(r',0x%x\(%%' % f, i.text) and
+                  re.match(r'(mov |or|and)', i.text)]
+        init_stores = [i for i in stores if i.raw[0] == 0x88 or i.raw[:2] in (b'\x80\x8f', b'\x83\x8f')]
+        for n, s in enumerate(init_stores):
+            o = self.off(s.addr)
+            nop = b'\x66' * (len(s.raw) - 3) + b'\x0f\x1f\x00' if len(s.raw) >= 3 else b'\x90' * len(s.raw)
+            if n == 0:
+                # the first store is on every path: without it some path never stores the byte
+                self.add('store-nop-0x%x' % s.addr, [(o, nop)], True, cls='store-nop')
+            else:
+                # a later store: the first still sets the bit on every path; the
+                # rewrite for the removed store's own or goes with it
+                dead = {r for r in self.base if 0 < self.off(s.addr) - r < 0x10}
+                req = {r: p for r, p in self.base.items() if r not in dead}
+                self.add('store-nop-0x%x' % s.addr, [(o, nop)], False, req, cls='store-nop')
+        # 535 shape: movzbl; mov %eax,%edx; or $0x40,%edx; cmpl $imm8,off(%rdi) (7); mov %dl,F(%rdi)
+        x = inits[0][0]
+        d = self.data
+        if not (d[x - 9:x - 6] == b'\x0f\xb6\x87' and d[x + 3:x + 5] == b'\x83\xbf' and
+                d[x + 10:x + 12] == b'\x88\x97'):
+            return
+        st = x + 10
+        after = st + 6
+        # a conditional branch around the first store (the cmpl made test; je/jne past it)
+        for cc, name in ((0x74, 'je'), (0x75, 'jne')):
+            seq = b'\x85\xc0' + bytes([cc, after - (x + 7)]) + b'\x0f\x1f\x00'
+            self.add('branch-around-store-%s-0x%x' % (name, st), [(x + 3, seq)], True,
+                     cls='branch-inverted' if cc == 0x75 else 'branch-redirected')
+        # a second early return: the cmpl made test; je <the routine's ret>, before the store
+        r = [i for i in rets if i.addr > x and i.addr - (x + 7) < 128]
+        if r:
+            seq = b'\x85\xc0' + bytes([0x74, r[0].addr - (x + 7)]) + b'\x0f\x1f\x00'
+            self.add('early-return-0x%x' % x, [(x + 3, seq)], True, cls='early-return')
+        # the jbe after the store redirected to the ret: still stored on every path
+        j = st + 6
+        if d[j] == 0x76 and r:
+            rel = r[0].addr - (j + 2)
+            if -128 <= rel < 128:
+                self.add('branch-after-store-redirected-0x%x' % j, [(j, bytes([0x76, rel & 0xff]))], False,
+                         cls='branch-redirected')
 
 
 def run_one(tool, path, data, m):
@@ -413,6 +497,7 @@ def main(argv):
     tool, table, libs = argv[0], argv[1], argv[2:]
     rows = load_table(table)
     counts = {'refused': 0, 'correct': 0, 'wrong': 0, 'error': 0}
+    by_cls = {}
     bad_baseline = 0
     work = tempfile.mkdtemp(prefix='nvs-mutate.')
     try:
@@ -447,15 +532,21 @@ def main(argv):
                         for mm, fu in futs:
                             o, det = fu.result()
                             counts[o] += 1
+                            by_cls.setdefault(mm['cls'], dict.fromkeys(counts, 0))[o] += 1
                             print('%s %s: %s %s' % (row['version'], mm['name'], o, det))
                         futs = []
                 for mm, fu in futs:
                     o, det = fu.result()
                     counts[o] += 1
+                    by_cls.setdefault(mm['cls'], dict.fromkeys(counts, 0))[o] += 1
                     print('%s %s: %s %s' % (row['version'], mm['name'], o, det))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     n = sum(counts.values())
+    for c in sorted(by_cls):
+        v = by_cls[c]
+        print('class %s: refused %d, planned correctly %d, planned wrongly %d, errors %d' %
+              (c, v['refused'], v['correct'], v['wrong'], v['error']))
     print('mutants %d: refused %d, planned correctly %d, planned wrongly %d, errors %d' %
           (n, counts['refused'], counts['correct'], counts['wrong'], counts['error']))
     return 1 if counts['wrong'] or counts['error'] or bad_baseline or not n else 0

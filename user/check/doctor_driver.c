@@ -16,48 +16,16 @@
 #include "check/doctor.h"
 #include "common/gpu.h"
 #include "libcuda/report.h"
+#include "sys/nvdriver.h"
 #include "sys/nvml.h"
 
 #define add(...) nvs_check_add(__VA_ARGS__)
 #define fix(...) nvs_check_fix(__VA_ARGS__)
 
-/*
- * The kernel driver's version from /proc/driver/nvidia/version ("... Kernel
- * Module  575.64.03  ..." or "... Open Kernel Module for x86_64  575.64.03
- * ..."): the first word after "Module" that looks like a version; else
- * /sys/module/nvidia/version. NVS_NVIDIA_VERSION_FILE replaces the /proc
- * file (tests, as for `libcuda status').
- */
+/* The kernel driver's version: one reader for every command (sys/nvdriver.h). */
 static bool kernel_driver_version(char *ver, size_t len)
 {
-	const char *file = getenv("NVS_NVIDIA_VERSION_FILE");
-	char line[512];
-	FILE *f;
-
-	ver[0] = 0;
-	f = fopen(file ? file : "/proc/driver/nvidia/version", "re");
-	while (f && !ver[0] && fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, "Module");
-
-		if (!p)
-			continue;
-		for (p = strtok(p + 6, " \t\n"); p; p = strtok(NULL, " \t\n"))
-			if (strspn(p, "0123456789.") == strlen(p) && strchr(p, '.')) {
-				snprintf(ver, len, "%s", p);
-				break;
-			}
-	}
-	if (f)
-		fclose(f);
-	f = !ver[0] && !file ? fopen("/sys/module/nvidia/version", "re") : NULL;
-	if (f) {
-		if (fgets(ver, (int)len, f))
-			ver[strcspn(ver, "\n")] = 0;
-		else
-			ver[0] = 0;
-		fclose(f);
-	}
-	return ver[0] != 0;
+	return nvs_nvdriver_version(ver, len);
 }
 
 /* "575.64.03" from ".../libcuda.so.575.64.03". */

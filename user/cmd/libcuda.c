@@ -43,10 +43,11 @@ struct opts {
 static const char *exit_codes =
 	"Exit codes (nvsidecar(8) has the table): 0 done, or nothing to do (patch of\n"
 	"a library whose gate is already open); 1 failed (I/O error, no backup to\n"
-	"restore); 2 invalid arguments, an input that is not a usable libcuda, or a\n"
-	"refused layout (unsupported-layout: no provable patch; the reason is\n"
-	"printed); 3 no libcuda or no CUDA driver or device; 4 permission denied;\n"
-	"6 (verify) the gate is closed; 9 a patched copy is stale.\n";
+	"restore); 2 invalid arguments, an input that is not a usable libcuda (a\n"
+	"special file, over 512 MiB), or a refused layout (unsupported-layout: no\n"
+	"provable patch, or a written image that does not read back patched; the\n"
+	"reason is printed); 3 no libcuda or no CUDA driver or device; 4 permission\n"
+	"denied; 6 (verify) the gate is closed; 9 a patched copy is stale.\n";
 
 static void usage(FILE *f, const char *sub)
 {
@@ -73,7 +74,9 @@ static void usage(FILE *f, const char *sub)
 			   "missing; a libcuda file or link in it that nvsidecar did not make is never\n"
 			   "replaced (exit 2), and DIR may not be the source library's directory.\n"
 			   "--in-place replaces the library itself, after a backup named by its SHA-256\n"
-			   "in the state directory (default %s); undo with `restore'.\n\n%s",
+			   "in the state directory (default %s); undo with `restore'.\n"
+			   "The written image is analysed again before it gets its name; unless it reads\n"
+			   "back patched, nothing is published (exit 2, unsupported-layout).\n\n%s",
 			PROG_NAME, PROG_NAME, LC_MANIFEST_NAME, LC_DEFAULT_STATE, exit_codes);
 	} else if (!strcmp(sub, "verify")) {
 		fprintf(f, "Usage: %s libcuda verify [--lib DIR|PATH] [--device N] [--size BYTES]\n"
@@ -167,6 +170,7 @@ static int exit_for(int ret)
 {
 	switch (-ret) {
 	case ENOEXEC: case EINVAL: case EISDIR: case ENOTDIR: case ENAMETOOLONG:
+	case EFBIG:	/* larger than any libcuda: lc_elf_open's size limit */
 		return NVS_EX_USAGE;
 	case EPERM: case EACCES:
 		return NVS_EX_PERM;

@@ -202,6 +202,12 @@ int lc_elf_open(struct lc_elf *e, const char *path, char *err, size_t errlen)
 		close(fd);
 		return fail(err, errlen, -EINVAL, "Not a regular file: `%s'", path);
 	}
+	if ((uint64_t)st.st_size > LC_MAX_LIB_SIZE) {
+		close(fd);
+		snprintf(err, errlen, "`%s' is %lld bytes, more than the %llu MiB nvsidecar reads (the largest libcuda read, 615.71.09, is 112 MB): not a libcuda",
+			 path, (long long)st.st_size, LC_MAX_LIB_SIZE >> 20);
+		return -EFBIG;
+	}
 	if (st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
 		close(fd);
 		return fail(err, errlen, -ENOEXEC, "Too short to be an ELF shared library: `%s'", path);

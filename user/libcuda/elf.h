@@ -12,6 +12,12 @@
  * loader never reads them, and stripped copies lack them).
  */
 #define LC_MAX_LOAD 16
+/*
+ * The largest file read: 512 MiB, over four times the largest libcuda known
+ * (615.71.09, 112 MB). Anything larger is refused before it is mapped
+ * (-EFBIG), so no input, a sparse giant included, costs more than that.
+ */
+#define LC_MAX_LIB_SIZE (512ull << 20)
 
 struct lc_seg {
 	uint64_t vaddr, off, filesz, memsz;

@@ -20,6 +20,7 @@
 #include "libcuda/bulk.h"
 #include "libcuda/emu.h"
 #include "libcuda/gate.h"
+#include "libcuda/paths.h"
 
 /* Reasons quote instructions and other reasons; truncating them is fine. */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
@@ -1501,6 +1502,136 @@ static bool entry_store(struct ctx *c, const struct lc_store *s)
 	return true;
 }
 
+/* The byte's stores inside the routine that starts at fs, with their effect now. */
+static struct lc_path_store *routine_stores(struct lc_gate *g, uint64_t fs, uint64_t fe, bool use_orig, size_t *n)
+{
+	struct lc_path_store *st = calloc(g->nstores ? g->nstores : 1, sizeof(*st));
+
+	*n = 0;
+	for (size_t k = 0; st && k < g->nstores; ++k)
+		if (g->stores[k].addr >= fs && g->stores[k].addr < fe) {
+			st[*n].addr = g->stores[k].addr;
+			st[(*n)++].now = use_orig ? g->stores[k].orig : g->stores[k].now;
+		}
+	return st;
+}
+
+/*
+ * An initialiser counts only when it runs: its routine is called or its
+ * address is stored (into a device function table), and some path from the
+ * routine's entry reaches the store. A routine that returns, jumps away or
+ * traps first, or that nothing references, is dropped with its rewrites
+ * (patching dead code would prove nothing). -1 only when out of memory.
+ */
+static int qualify_inits(struct ctx *c)
+{
+	struct lc_gate *g = c->g;
+
+	for (size_t k = 0; k < g->nstores; ++k) {
+		struct lc_store *s = &g->stores[k];
+		uint64_t fs, fe;
+		struct lc_path_store *st;
+		bool *reached;
+		size_t n, np, j;
+		char why[256] = "", how[128] = "";
+
+		if (!s->init)
+			continue;
+		fs = lc_elf_func_start(c->e, s->addr);
+		fe = fs ? lc_elf_func_end(c->e, fs) : 0;
+		if (!fs)
+			snprintf(why, sizeof(why), "no unwind information gives its routine's entry");
+		else if (lc_paths_referenced(c->e, fs, how, sizeof(how)))
+			snprintf(why, sizeof(why), "%s", how);
+		if (!why[0]) {
+			st = routine_stores(g, fs, fe, true, &n);
+			reached = calloc(n ? n : 1, sizeof(*reached));
+			if (!st || !reached) {
+				free(st);
+				free(reached);
+				return -1;
+			}
+			lc_paths_prove(c->e, fs, st, n, false, reached, &np, why, sizeof(why));
+			for (j = 0; j < n && st[j].addr != s->addr; ++j)
+				;
+			if (j < n && reached[j])
+				why[0] = 0;
+			else if (!why[0])
+				snprintf(why, sizeof(why), "no path from the routine's entry 0x%" PRIx64 " reaches it", fs);
+			free(st);
+			free(reached);
+		}
+		if (!why[0]) {
+			snprintf(s->note, sizeof(s->note), "routine 0x%" PRIx64 " %s", fs, how);
+			continue;
+		}
+		snprintf(s->note, sizeof(s->note), "not an initialiser: %s", why);
+		if (getenv("NVS_LIBCUDA_DEBUG"))
+			fprintf(stderr, "init 0x%" PRIx64 ": %s\n", s->addr, s->note);
+		s->init = s->init_or = false;
+		if (s->has_mask_or)
+			g->already_set--;
+		s->has_mask_or = false;
+		g->ninit--;
+		for (size_t i = 0; i < g->nplan;)
+			if (g->plan[i].store == s->addr)
+				g->plan[i] = g->plan[--g->nplan];
+			else
+				++i;
+	}
+	return 0;
+}
+
+/*
+ * After the plan: every path from each initialiser routine's entry to an
+ * exit stores the byte with the bit set, and no later store on it clears
+ * it. Emulation showed each store's effect; this shows that the stores
+ * that set the bit are on every path.
+ */
+static int prove_inits(struct ctx *c)
+{
+	struct lc_gate *g = c->g;
+	uint64_t done[16];
+	size_t ndone = 0;
+
+	for (size_t k = 0; k < g->nstores; ++k) {
+		struct lc_store *s = &g->stores[k];
+		uint64_t fs = lc_elf_func_start(c->e, s->addr), fe;
+		struct lc_path_store *st;
+		bool *reached, seen = false;
+		size_t n, np;
+		char why[256] = "";
+		int r;
+
+		if (!s->init)
+			continue;
+		for (size_t i = 0; i < ndone; ++i)
+			seen |= done[i] == fs;
+		if (seen)
+			continue;
+		if (ndone == sizeof(done) / sizeof(done[0]))
+			return refuse(g, "More than %zu initialiser routines: not proven", ndone);
+		done[ndone++] = fs;
+		fe = lc_elf_func_end(c->e, fs);
+		st = routine_stores(g, fs, fe, false, &n);
+		reached = calloc(n ? n : 1, sizeof(*reached));
+		if (!st || !reached) {
+			free(st);
+			free(reached);
+			return refuse(g, "Out of memory");
+		}
+		r = lc_paths_prove(c->e, fs, st, n, true, reached, &np, why, sizeof(why));
+		free(st);
+		free(reached);
+		if (r)
+			return refuse(g, "The initialiser at 0x%" PRIx64 " (%s) is not proven to set bit 0x%02x on every path of its routine 0x%" PRIx64 ": %s",
+				      s->addr, s->text, g->mask, fs, why);
+		snprintf(s->note + strlen(s->note), sizeof(s->note) - strlen(s->note), "; %zu path(s), each sets the bit",
+			 np);
+	}
+	return 0;
+}
+
 static int plan(struct ctx *c)
 {
 	struct lc_gate *g = c->g;
@@ -1602,6 +1733,8 @@ static int plan(struct ctx *c)
 			g->ninit++;
 		}
 	}
+	if (qualify_inits(c) < 0)
+		return refuse(g, "Out of memory");
 	if (!g->ninit) {
 		char setters[160] = "";
 		size_t l = 0;
@@ -1708,6 +1841,8 @@ static int plan(struct ctx *c)
 			return refuse(g, "The initialiser at 0x%" PRIx64 " (%s) does not set bit 0x%02x on every path, even with the planned rewrites",
 				      s->addr, s->text, m);
 	}
+	if (prove_inits(c))
+		return -1;
 	g->ok = true;
 	return 0;
 }

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,26 +31,106 @@ static void now_iso(char *buf, size_t len)
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static uint8_t *patched_image(const struct lc_report *r, char *err, size_t errlen)
-{
-	uint8_t *buf = malloc(r->elf.size);
+/* Holes: all-zero blocks of this size are skipped, not written. */
+#define BLOCK (64u << 10)
 
-	if (!buf) {
-		snprintf(err, errlen, "Out of memory for a %zu-byte copy", r->elf.size);
-		return NULL;
-	}
-	memcpy(buf, r->elf.map, r->elf.size);
+/* The plan's rewrites must match the file before anything is written. */
+static int check_plan(const struct lc_report *r, char *err, size_t errlen)
+{
 	for (size_t i = 0; i < r->g.nplan; ++i) {
 		const struct lc_rewrite *w = &r->g.plan[i];
 
-		if (w->off < 0 || (uint64_t)w->off + w->len > r->elf.size || memcmp(buf + w->off, w->old, w->len)) {
+		if (w->off < 0 || (uint64_t)w->off + w->len > r->elf.size ||
+		    memcmp(r->elf.map + w->off, w->old, w->len)) {
 			snprintf(err, errlen, "Internal error: rewrite at 0x%" PRIx64 " does not match the file", w->off);
-			free(buf);
-			return NULL;
+			return -EIO;
 		}
-		memcpy(buf + w->off, w->new, w->len);
 	}
-	return buf;
+	return 0;
+}
+
+/*
+ * The library, with the plan's rewrites when plan is set, a block at a
+ * time from the read-only mapping: into f when given, and always into the
+ * SHA-256 in sha. A block that is a hole in the source (SEEK_DATA) is not
+ * read and not written, so holes stay holes and cost neither memory nor
+ * page faults; zeros the source really stores are written (a filesystem
+ * that cannot hold them says so now, not when the copy is loaded). Each
+ * window of the mapping is dropped once read, so memory stays at one
+ * window whatever the file's size: no copy of the whole image is made.
+ */
+static int stream_image(FILE *f, const struct lc_report *r, bool plan, char sha[65], char *err, size_t errlen)
+{
+	static const uint8_t zero[BLOCK];
+	static uint8_t blk[BLOCK];
+	const uint8_t *map = r->elf.map;
+	size_t size = r->elf.size, dropped = 0;
+	struct lc_sha256 c;
+	/* tests: a write that does not do what the plan says, for the re-check to catch */
+	const char *t = getenv("NVS_TEST_LIBCUDA_DROP_REWRITE");
+	long drop = f && t ? atol(t) : -1;
+	/* tests: widen the window for an interrupted write, as nvs_write_atomic does */
+	const char *d = getenv("NVS_TEST_WRITE_DELAY_MS");
+	long delay = f && d ? atol(d) : 0;
+	int fd = open(r->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	long long data = -1;	/* the next data at or after the block, once looked up */
+	int ret = 0;
+
+	lc_sha256_init(&c);
+	for (size_t off = 0; off < size; off += BLOCK) {
+		size_t k = size - off < BLOCK ? size - off : BLOCK;
+		bool hole = false, touched = false;
+
+		for (size_t i = 0; plan && i < r->g.nplan; ++i)
+			touched |= (uint64_t)r->g.plan[i].off < off + k &&
+				   (uint64_t)r->g.plan[i].off + r->g.plan[i].len > off;
+		if (fd >= 0 && k == BLOCK && !touched) {
+			if (data < (long long)off) {
+				off_t n = lseek(fd, (off_t)off, SEEK_DATA);
+
+				data = n >= 0 ? n : errno == ENXIO ? (long long)size : (long long)off;
+			}
+			hole = data >= (long long)(off + k);
+		}
+		if (hole) {
+			lc_sha256_update(&c, zero, k);
+			if (f && fseeko(f, k, SEEK_CUR) < 0)
+				goto fail;
+			dropped = off + k;
+			continue;
+		}
+		memcpy(blk, map + off, k);
+		for (size_t i = 0; plan && i < r->g.nplan; ++i) {
+			const struct lc_rewrite *w = &r->g.plan[i];
+
+			if ((long)i == drop)
+				continue;
+			for (size_t b = 0; b < w->len; ++b)
+				if ((uint64_t)w->off + b >= off && (uint64_t)w->off + b < off + k)
+					blk[w->off + b - off] = w->new[b];
+		}
+		lc_sha256_update(&c, blk, k);
+		if (f && fwrite(blk, 1, k, f) != k)
+			goto fail;
+		if (off + k - dropped >= LC_SHA256_WINDOW || off + k == size) {
+			madvise((uint8_t *)map + dropped, off + k - dropped, MADV_DONTNEED);
+			dropped = off + k;
+		}
+		if (delay && !((off + k) % (1u << 20)))
+			usleep(delay * 1000);
+	}
+	/* a trailing hole: the size comes from the truncate */
+	if (f && (fflush(f) || ftruncate(fileno(f), (off_t)size) < 0))
+		goto fail;
+	lc_sha256_final(&c, sha);
+	goto out;
+fail:
+	ret = errno ? -errno : -EIO;
+	snprintf(err, errlen, "Unable to write the copy: %s", strerror(-ret));
+out:
+	if (fd >= 0)
+		close(fd);
+	return ret;
 }
 
 static void fill_manifest(struct lc_manifest *m, const struct lc_report *r, const char *mode, const char *out,
@@ -84,22 +167,57 @@ static void manifest_sites(struct lc_manifest *m, const struct lc_report *r, str
 	m->nsites = r->g.nplan;
 }
 
-/* The written file must analyse as fully patched before it is published. */
+/*
+ * The written file must analyse as patched, by the same rules, with every
+ * initialiser's paths proven, before it is published under its name.
+ * -EPROTONOSUPPORT (exit 2, unsupported-layout) when it does not.
+ */
 static int reverify(const char *path, const char *state, char *err, size_t errlen)
 {
 	struct lc_report *r = calloc(1, sizeof(*r));
+	char why[1024];
 	int ret;
 
 	if (!r)
 		return -ENOMEM;
-	ret = lc_analyse(path, state, r, err, errlen);
-	if (!ret && (r->g.nplan || !r->g.ok)) {
-		snprintf(err, errlen, "The patched image does not analyse as patched (%s); nothing was published",
-			 r->g.ok ? "rewrites still planned" : r->g.reason);
-		ret = -EPROTO;
+	ret = lc_analyse(path, state, r, why, sizeof(why));
+	if (ret) {
+		snprintf(err, errlen, "The written image cannot be read back (%s); nothing was published", why);
+	} else if (r->g.nplan || !r->g.ok || r->v != LC_PATCHED) {
+		snprintf(err, errlen, "The written image does not analyse as patched (%s: %s); nothing was published",
+			 lc_verdict_name(r->v), r->g.ok ? (r->g.nplan ? "rewrites still planned" : r->why) : r->g.reason);
+		ret = -EPROTONOSUPPORT;
 	}
 	lc_report_free(r);
 	free(r);
+	return ret;
+}
+
+/*
+ * dir/name written atomically from the mapping (stream_image), with the
+ * plan when plan is set. With check, the temporary file is re-analysed
+ * before the rename (reverify), so a copy that does not prove patched is
+ * never under a final name: the temporary is dropped and nothing changes.
+ */
+static int publish(const char *dir, const char *name, const struct lc_report *r, bool plan, mode_t mode,
+		   const char *state, bool check, char *err, size_t errlen)
+{
+	char path[PATH_MAX + 160], proc[64], sha[65];
+	struct nvs_ofile o;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	ret = nvs_ofile_open(&o, path, mode, err, errlen);
+	if (ret)
+		return ret;
+	ret = stream_image(o.f, r, plan, sha, err, errlen);
+	if (!ret && check) {
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fileno(o.f));
+		ret = reverify(proc, state, err, errlen);
+	}
+	if (!ret)
+		ret = nvs_ofile_commit(&o, err, errlen);
+	nvs_ofile_discard(&o);
 	return ret;
 }
 
@@ -220,8 +338,7 @@ static bool dir_of(const char *path, char *dir)
 	return realpath(t, dir);
 }
 
-static int patch_copy(const struct lc_report *r, const char *out, const char *state, const uint8_t *img,
-		      mode_t mode, struct lc_manifest *m, struct lc_patch_result *res, char *err, size_t errlen)
+static int patch_copy(const struct lc_report *r, const char *out, const char *state, mode_t mode, struct lc_manifest *m, struct lc_patch_result *res, char *err, size_t errlen)
 {
 	char name[128], cur[65], mpath[PATH_MAX + 64], srcdir[PATH_MAX], ours[PATH_MAX + 160] = "";
 	struct lc_manifest old;
@@ -290,10 +407,7 @@ static int patch_copy(const struct lc_report *r, const char *out, const char *st
 		}
 	}
 	if (!res->up_to_date) {
-		ret = nvs_write_atomic(res->outdir, name, img, r->elf.size, mode, err, errlen);
-		if (ret)
-			return ret;
-		ret = reverify(res->output, state, err, errlen);
+		ret = publish(res->outdir, name, r, true, mode, state, true, err, errlen);
 		if (ret)
 			return ret;
 	}
@@ -319,7 +433,7 @@ static int patch_copy(const struct lc_report *r, const char *out, const char *st
 	return 0;
 }
 
-static int patch_in_place(const struct lc_report *r, const char *state, const uint8_t *img, mode_t mode,
+static int patch_in_place(const struct lc_report *r, const char *state, mode_t mode,
 			  struct lc_manifest *m, struct lc_patch_result *res, char *err, size_t errlen)
 {
 	char name[128], mpath[PATH_MAX], dir[PATH_MAX], bsha[65];
@@ -331,7 +445,7 @@ static int patch_in_place(const struct lc_report *r, const char *state, const ui
 	snprintf(name, sizeof(name), "backup-%s.so", r->sha);
 	snprintf(res->backup, sizeof(res->backup), "%s/%s", state, name);
 	if (lc_sha256_file(res->backup, bsha) || strcmp(bsha, r->sha)) {
-		ret = nvs_write_atomic(state, name, r->elf.map, r->elf.size, 0444, err, errlen);
+		ret = publish(state, name, r, false, 0444, state, false, err, errlen);
 		if (ret) {
 			char why[512];
 
@@ -353,13 +467,25 @@ static int patch_in_place(const struct lc_report *r, const char *state, const ui
 	if (ret)
 		return ret;
 	snprintf(dir, sizeof(dir), "%.*s", (int)(b - 1 - r->path), r->path);
-	ret = nvs_write_atomic(dir, b, img, r->elf.size, mode, err, errlen);
+	/* re-analysed before the rename: an unproven image never replaces the library */
+	ret = publish(dir, b, r, true, mode, state, true, err, errlen);
 	if (ret) {
 		size_t n = strlen(err);
 
 		snprintf(err + n, errlen - n, " (the library is unchanged)");
 		unlink(mpath);
 		return ret;
+	}
+	/* what is under the name now must be what was checked; else the original goes back */
+	if (lc_sha256_file(r->path, bsha) || strcmp(bsha, res->output_sha256)) {
+		char why[512] = "";
+
+		ret = publish(dir, b, r, false, mode, state, false, why, sizeof(why));
+		if (!ret)
+			unlink(mpath);
+		snprintf(err, errlen, "`%s' changed while it was patched; %s", r->path,
+			 ret ? why : "the original was put back from the backup");
+		return -EIO;
 	}
 	snprintf(res->output, sizeof(res->output), "%s", r->path);
 	return 0;
@@ -384,7 +510,6 @@ int lc_patch(const char *path, const char *out, const char *state, struct lc_pat
 {
 	struct lc_report *r = calloc(1, sizeof(*r));
 	struct lc_manifest m;
-	uint8_t *img = NULL;
 	struct stat st;
 	int ret;
 
@@ -449,9 +574,8 @@ int lc_patch(const char *path, const char *out, const char *state, struct lc_pat
 			 path);
 		goto out;
 	}
-	ret = -EIO;
-	img = patched_image(r, err, errlen);
-	if (!img)
+	ret = check_plan(r, err, errlen);
+	if (ret)
 		goto out;
 	ret = -ENOMEM;
 	res->sites = calloc(r->g.nplan ? r->g.nplan : 1, sizeof(*res->sites));
@@ -463,17 +587,18 @@ int lc_patch(const char *path, const char *out, const char *state, struct lc_pat
 	snprintf(res->source_sha256, sizeof(res->source_sha256), "%s", r->sha);
 	snprintf(res->driver_version, sizeof(res->driver_version), "%s", r->version);
 	snprintf(res->version_mismatch, sizeof(res->version_mismatch), "%s", r->version_mismatch);
-	lc_sha256_hex(img, r->elf.size, res->output_sha256);
+	ret = stream_image(NULL, r, true, res->output_sha256, err, errlen);
+	if (ret)
+		goto out;
 	if (stat(path, &st) < 0)
 		st.st_mode = 0644;
 	if (out)
-		ret = patch_copy(r, out, state, img, st.st_mode & 0777, &m, res, err, errlen);
+		ret = patch_copy(r, out, state, st.st_mode & 0777, &m, res, err, errlen);
 	else
-		ret = patch_in_place(r, state, img, st.st_mode & 0777, &m, res, err, errlen);
+		ret = patch_in_place(r, state, st.st_mode & 0777, &m, res, err, errlen);
 	if (!ret)
 		res->nsites = m.nsites;
 out:
-	free(img);
 	lc_report_free(r);
 	free(r);
 	return ret;

@@ -8,6 +8,7 @@
 
 #include "libcuda/report.h"
 #include "libcuda/sha256.h"
+#include "sys/nvdriver.h"
 
 /* Messages quote paths and versions into fixed buffers; truncating them is fine. */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
@@ -75,54 +76,13 @@ int lc_pick_lib(const char *lib, char *path, size_t len, char *err, size_t errle
 	return 0;
 }
 
-/* "535.261.03" from ".../libcuda.so.535.261.03". */
-static bool version_from_name(const char *path, char *ver, size_t len)
-{
-	const char *b = strrchr(path, '/'), *p;
-
-	b = b ? b + 1 : path;
-	if (strncmp(b, "libcuda.so.", 11))
-		return false;
-	p = b + 11;
-	if (!*p || strspn(p, "0123456789.") != strlen(p) || !strchr(p, '.'))
-		return false;
-	snprintf(ver, len, "%s", p);
-	return true;
-}
-
-/* The running kernel driver's version, or "" when no NVIDIA driver is loaded. */
-static void kernel_driver_version(char *ver, size_t len)
-{
-	const char *file = getenv("NVS_NVIDIA_VERSION_FILE") ? getenv("NVS_NVIDIA_VERSION_FILE") :
-							      "/proc/driver/nvidia/version";
-	char line[512];
-	FILE *f = fopen(file, "re");
-
-	ver[0] = 0;
-	if (!f)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char *k = strstr(line, "Kernel Module");
-
-		if (!k)
-			continue;
-		k += 13;
-		k += strspn(k, " \t");
-		if (k[0] == 'f' && !strncmp(k, "for ", 4))	/* "Kernel Module for aarch64" */
-			continue;
-		snprintf(ver, len, "%.*s", (int)strcspn(k, " \t\n"), k);
-		break;
-	}
-	fclose(f);
-}
-
 void lc_check_manifest(const char *mpath, const struct lc_manifest *m, struct lc_stale *s)
 {
 	char kver[64], h[65];
 
 	memset(s, 0, sizeof(*s));
 	snprintf(s->manifest, sizeof(s->manifest), "%s", mpath);
-	kernel_driver_version(kver, sizeof(kver));
+	nvs_nvdriver_version(kver, sizeof(kver));
 	if (kver[0] && strcmp(kver, m->driver_version)) {
 		s->stale = true;
 		snprintf(s->reason, sizeof(s->reason), "the loaded NVIDIA driver is %s but the copy was made from %s",
@@ -278,7 +238,7 @@ static void version_of(struct lc_report *r)
 {
 	char emb[64];
 	bool conflict = false;
-	bool named = version_from_name(r->path, r->name_version, sizeof(r->name_version));
+	bool named = nvs_nvdriver_libcuda_version(r->path, r->name_version, sizeof(r->name_version));
 	int n = lc_elf_driver_version(&r->elf, emb, sizeof(emb), &conflict);
 
 	if (!named)
@@ -314,7 +274,7 @@ int lc_analyse(const char *path, const char *state, struct lc_report *r, char *e
 	r->elf_ok = true;
 	if (!stat(path, &st))
 		r->size = st.st_size;
-	lc_sha256_hex(r->elf.map, r->elf.size, r->sha);
+	lc_sha256_mapped(r->elf.map, r->elf.size, r->sha);
 	r->known = lc_known_by_hash(r->sha);
 	version_of(r);
 	lc_gate_analyse(&r->elf, &r->g);

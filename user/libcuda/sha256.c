@@ -109,31 +109,92 @@ static bool have_sha_ni(void)
 	return (c & (1u << 19)) && (c & (1u << 9));	/* SSE4.1, SSSE3 */
 }
 
-void lc_sha256_hex(const void *data, size_t len, char hex[65])
+void lc_sha256_init(struct lc_sha256 *c)
 {
-	uint32_t st[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-			   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
-	void (*blocks)(uint32_t *, const uint8_t *, size_t) = have_sha_ni() ? blocks_ni : blocks_c;
-	uint8_t tail[128] = { 0 };
-	size_t full = len / 64, rest = len % 64, tl;
-	uint64_t bits = (uint64_t)len * 8;
+	static const uint32_t iv[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+					0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
 
-	blocks(st, data, full);
-	memcpy(tail, (const uint8_t *)data + full * 64, rest);
-	tail[rest] = 0x80;
-	tl = rest < 56 ? 64 : 128;
+	memcpy(c->st, iv, sizeof(iv));
+	c->n = 0;
+	c->total = 0;
+	c->ni = have_sha_ni();
+}
+
+void lc_sha256_update(struct lc_sha256 *c, const void *data, size_t len)
+{
+	void (*blocks)(uint32_t *, const uint8_t *, size_t) = c->ni ? blocks_ni : blocks_c;
+	const uint8_t *p = data;
+
+	c->total += len;
+	if (c->n) {
+		size_t k = 64 - c->n < len ? 64 - c->n : len;
+
+		memcpy(c->buf + c->n, p, k);
+		c->n += k;
+		p += k;
+		len -= k;
+		if (c->n < 64)
+			return;
+		blocks(c->st, c->buf, 1);
+		c->n = 0;
+	}
+	blocks(c->st, p, len / 64);
+	p += len / 64 * 64;
+	c->n = len % 64;
+	memcpy(c->buf, p, c->n);
+}
+
+void lc_sha256_final(struct lc_sha256 *c, char hex[65])
+{
+	void (*blocks)(uint32_t *, const uint8_t *, size_t) = c->ni ? blocks_ni : blocks_c;
+	uint8_t tail[128] = { 0 };
+	uint64_t bits = c->total * 8;
+	size_t tl = c->n < 56 ? 64 : 128;
+
+	memcpy(tail, c->buf, c->n);
+	tail[c->n] = 0x80;
 	for (int i = 0; i < 8; ++i)
 		tail[tl - 1 - i] = bits >> (8 * i);
-	blocks(st, tail, tl / 64);
+	blocks(c->st, tail, tl / 64);
 	for (int i = 0; i < 8; ++i)
-		snprintf(hex + 8 * i, 9, "%08x", st[i]);
+		snprintf(hex + 8 * i, 9, "%08x", c->st[i]);
+}
+
+void lc_sha256_hex(const void *data, size_t len, char hex[65])
+{
+	struct lc_sha256 c;
+
+	lc_sha256_init(&c);
+	lc_sha256_update(&c, data, len);
+	lc_sha256_final(&c, hex);
+}
+
+/*
+ * A mapped file, a window at a time: each window's pages are dropped once
+ * hashed, so a file of any size costs one window of memory, not its size.
+ */
+void lc_sha256_mapped(const void *map, size_t len, char hex[65])
+{
+	struct lc_sha256 c;
+
+	lc_sha256_init(&c);
+	for (size_t done = 0; done < len;) {
+		size_t k = len - done > LC_SHA256_WINDOW ? LC_SHA256_WINDOW : len - done;
+
+		lc_sha256_update(&c, (const uint8_t *)map + done, k);
+		madvise((uint8_t *)map + done, k, MADV_DONTNEED);
+		done += k;
+	}
+	lc_sha256_final(&c, hex);
 }
 
 int lc_sha256_file(const char *path, char hex[65])
 {
+	static uint8_t buf[1 << 20];
+	struct lc_sha256 c;
 	struct stat sb;
-	void *m;
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), ret = 0;
+	ssize_t n;
 
 	if (fd < 0)
 		return -errno;
@@ -145,17 +206,15 @@ int lc_sha256_file(const char *path, char hex[65])
 		ret = -EINVAL;
 		goto out;
 	}
-	if (!sb.st_size) {
-		lc_sha256_hex("", 0, hex);
-		goto out;
-	}
-	m = mmap(NULL, sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (m == MAP_FAILED) {
+	/* read in a stream: memory stays at one buffer whatever the size */
+	lc_sha256_init(&c);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		lc_sha256_update(&c, buf, n);
+	if (n < 0) {
 		ret = -errno;
 		goto out;
 	}
-	lc_sha256_hex(m, sb.st_size, hex);
-	munmap(m, sb.st_size);
+	lc_sha256_final(&c, hex);
 out:
 	close(fd);
 	return ret;

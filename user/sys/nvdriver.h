@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+#ifndef SYS_NVDRIVER_H
+#define SYS_NVDRIVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * The loaded NVIDIA kernel driver's version, for every reader (libcuda's
+ * stale-copy rule, doctor): /proc/driver/nvidia/version, whose first line
+ * is either the proprietary module's
+ *   NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.163.01  <date>
+ * or the open kernel module's
+ *   NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build  (<builder>)  <date>
+ * NVS_NVIDIA_VERSION_FILE replaces the /proc file (tests); without it,
+ * /sys/module/nvidia/version is read when /proc has no version.
+ * False (ver "") when no NVIDIA driver is loaded.
+ */
+bool nvs_nvdriver_version(char *ver, size_t len);
+
+/* The version in one line of that file; false when it has none. */
+bool nvs_nvdriver_parse_line(const char *line, char *ver, size_t len);
+
+/* "535.261.03" from ".../libcuda.so.535.261.03"; false for any other name. */
+bool nvs_nvdriver_libcuda_version(const char *path, char *ver, size_t len);
+
+#endif
