@@ -99,7 +99,7 @@ export HC_WORK=$work NVSIDECAR_BIN=$work/bin/nvsidecar NVSIDECAR_DEFAULTS=/dev/n
 pkill_ours() {
 	local p
 	for p in /proc/[0-9]*; do
-		[[ $({ tr "\0" " " <"$p/environ"; } 2>/dev/null) == *"HC_WORK=$work "* ]] && kill -9 "${p#/proc/}" 2>/dev/null
+		[[ " $({ tr "\0" " " <"$p/environ"; } 2>/dev/null) " == *" HC_WORK=$work "* ]] && kill -9 "${p#/proc/}" 2>/dev/null
 	done
 	rm -f "$fakes/timeout"
 }
@@ -167,7 +167,7 @@ done
 node IDLE
 t0=$SECONDS
 FAKE_DOCTOR=fail FAKE_SCONTROL=hang hc
-check hc-scontrol-hang-bounded '[[ $rc == 2 ]] && ((SECONDS - t0 < 15)) && grep -q "unable to read node gpu07" "$work/log"'
+check hc-scontrol-hang-bounded '[[ $rc == 2 ]] && ((SECONDS - t0 < 20)) && grep -q "unable to read node gpu07" "$work/log"'
 node IDLE
 FAKE_DOCTOR=fail FAKE_SCONTROL=fail-update hc
 check hc-update-failure-logged '[[ $rc == 2 ]] && grep -q "draining it.*failed (scontrol: slurm_update error" "$work/log" && ! grep -q ": done" "$work/log"'
@@ -211,7 +211,7 @@ FAKE_DOCTOR=ok hc
 check hc-stuck-recovers '[[ $rc == 0 && $(st) == "IDLE|" && ! -e $work/run/healthcheck.doctor ]]'
 
 # The run before still holds the lock: young, this run leaves it be; past
-# its budget (limit 30 + kill 5 + 3 + 20), it is a drain reason.
+# its budget (limit 20 + kill 5 + 3 + 30), it is a drain reason.
 mkdir -p "$work/run"
 flock -o "$work/run/healthcheck.lock" sleep 300 &
 holder=$!
