@@ -19,6 +19,11 @@
 #   make rpm          source and binary RPMs in $(BUILD)/rpm (rpmbuild)
 #   make rpm-lint     rpmlint on the spec
 #
+# Every installed file that names an installed path gets it substituted
+# (@BINDIR@, @LIBEXECDIR@, @DATADIR@, @EXAMPLEDIR@, @SYSCONFDIR@ by sub), so
+# the examples, the man page and the units agree with whichever route
+# installed them: the packages, `make install', `make install PREFIX=/usr'.
+#
 # Paths the kernel tooling reads (/usr/src, initramfs-tools, dracut) do not
 # follow PREFIX: those programs look nowhere else.
 
@@ -50,7 +55,7 @@ NVS_DKMS_FILES = Makefile $(KSRC)
 
 # inst MODE SRC DST (DST without DESTDIR): install one file and record it,
 # and every directory it had to create, in the manifest being built ($$man).
-nvs_inst_fns = set -e; mkdir -p "$(DESTDIR)/"; man=$$(mktemp); trap 'rm -f "$$man"' EXIT; if [ -n "$(NVS_MANIFEST)" ] && [ -f "$(DESTDIR)$(NVS_MANIFEST)" ]; then cp "$(DESTDIR)$(NVS_MANIFEST)" "$$man"; fi; mkd() { p=$$1; new=; while [ "$$p" != / ] && [ ! -d "$(DESTDIR)$$p" ]; do new="$$p $$new"; p=$$(dirname "$$p"); done; for d in $$new; do mkdir "$(DESTDIR)$$d"; echo "d $$d" >>"$$man"; done; }; inst() { mkd "$$(dirname "$$3")"; install -m "$$1" "$$2" "$(DESTDIR)$$3"; echo "f $$3" >>"$$man"; }; lnk() { mkd "$$(dirname "$$2")"; ln -sfn "$$1" "$(DESTDIR)$$2"; echo "f $$2" >>"$$man"; }; sub() { t=$$(mktemp); sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@VERSION@|$(VERSION)|g' "$$2" >"$$t"; inst "$$1" "$$t" "$$3"; rm -f "$$t"; }; save_manifest() { [ -n "$(NVS_MANIFEST)" ] || return 0; mkd "$$(dirname "$(NVS_MANIFEST)")"; echo "f $(NVS_MANIFEST)" >>"$$man"; awk '!seen[$$0]++' "$$man" >"$(DESTDIR)$(NVS_MANIFEST)"; chmod 0644 "$(DESTDIR)$(NVS_MANIFEST)"; }
+nvs_inst_fns = set -e; mkdir -p "$(DESTDIR)/"; man=$$(mktemp); trap 'rm -f "$$man"' EXIT; if [ -n "$(NVS_MANIFEST)" ] && [ -f "$(DESTDIR)$(NVS_MANIFEST)" ]; then cp "$(DESTDIR)$(NVS_MANIFEST)" "$$man"; fi; mkd() { p=$$1; new=; while [ "$$p" != / ] && [ ! -d "$(DESTDIR)$$p" ]; do new="$$p $$new"; p=$$(dirname "$$p"); done; for d in $$new; do mkdir "$(DESTDIR)$$d"; echo "d $$d" >>"$$man"; done; }; inst() { mkd "$$(dirname "$$3")"; install -m "$$1" "$$2" "$(DESTDIR)$$3"; echo "f $$3" >>"$$man"; }; lnk() { mkd "$$(dirname "$$2")"; ln -sfn "$$1" "$(DESTDIR)$$2"; echo "f $$2" >>"$$man"; }; sub() { t=$$(mktemp); sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g' -e 's|@DATADIR@|$(DATADIR)|g' -e 's|@EXAMPLEDIR@|$(EXAMPLEDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' "$$2" >"$$t"; inst "$$1" "$$t" "$$3"; rm -f "$$t"; }; save_manifest() { [ -n "$(NVS_MANIFEST)" ] || return 0; mkd "$$(dirname "$(NVS_MANIFEST)")"; echo "f $(NVS_MANIFEST)" >>"$$man"; awk '!seen[$$0]++' "$$man" >"$(DESTDIR)$(NVS_MANIFEST)"; chmod 0644 "$(DESTDIR)$(NVS_MANIFEST)"; }
 
 # One after the other: both append to the same manifest.
 install:
@@ -93,7 +98,7 @@ install-helper:
 	inst 0644 $(USER_O)/libnvsidecar.a "$(LIBDIR)/libnvsidecar.a"; \
 	inst 0644 user/sys/libnvsidecar/libnvsidecar.h "$(INCLUDEDIR)/libnvsidecar.h"; \
 	inst 0644 kmod/uapi/nvsidecar.h "$(INCLUDEDIR)/nvsidecar.h"; \
-	if [ -f docs/nvsidecar.8 ]; then inst 0644 docs/nvsidecar.8 "$(MANDIR)/man8/nvsidecar.8"; \
+	if [ -f docs/nvsidecar.8 ]; then sub 0644 docs/nvsidecar.8 "$(MANDIR)/man8/nvsidecar.8"; \
 	else echo "No docs/nvsidecar.8 yet: installing no man page"; fi; \
 	if [ -f scripts/completion/nvsidecar.bash ]; then \
 		inst 0644 scripts/completion/nvsidecar.bash "$(COMPLETIONDIR)/nvsidecar"; \
@@ -106,9 +111,9 @@ install-helper:
 		inst 0644 scripts/nvsidecar/doctor.conf "$(SYSCONFDIR)/nvsidecar/doctor.conf"; \
 	fi; \
 	inst 0644 scripts/nvsidecar/doctor.conf "$(EXAMPLEDIR)/doctor.conf"; \
-	inst 0755 scripts/slurm/nvsidecar-healthcheck "$(LIBEXECDIR)/nvsidecar-healthcheck"; \
-	inst 0644 scripts/slurm/nvsidecar.nhc "$(EXAMPLEDIR)/nvsidecar.nhc"; \
-	inst 0644 scripts/slurm/slurm.conf.example "$(EXAMPLEDIR)/slurm.conf"; \
+	sub 0755 scripts/slurm/nvsidecar-healthcheck "$(LIBEXECDIR)/nvsidecar-healthcheck"; \
+	sub 0644 scripts/slurm/nvsidecar.nhc "$(EXAMPLEDIR)/nvsidecar.nhc"; \
+	sub 0644 scripts/slurm/slurm.conf.example "$(EXAMPLEDIR)/slurm.conf"; \
 	for f in nvsidecar.rules.yml nvsidecar.rules.test.yml nvsidecar-dashboard.json; do \
 		inst 0644 "docs/prometheus/$$f" "$(DATADIR)/nvsidecar/prometheus/$$f"; done; \
 	save_manifest

@@ -50,6 +50,15 @@ print(len(panels), empty, len(ids) == len(set(ids)), d["uid"])
 EOF
 	)
 	[[ $got == "10 [] True nvsidecar-gpu-nodes" ]] && t_pass prometheus-dashboard-json || t_fail prometheus-dashboard-json "$got"
+	# T3-04: the node list comes from the doctor's metrics, so a node whose
+	# module failed to load (no nvsidecar hwmon chip) is still listed with
+	# its verdict, and "All" matches every node, listed or not
+	got=$("$py" -c '
+import json, sys
+v = [x for x in json.load(open(sys.argv[1]))["templating"]["list"] if x["name"] == "instance"][0]
+print(v["query"]["query"], v.get("allValue"))' "$prom/nvsidecar-dashboard.json" 2>&1)
+	[[ $got == "label_values(nvsidecar_doctor_last_run_timestamp_seconds, instance) .*" ]] &&
+		t_pass prometheus-dashboard-nodes || t_fail prometheus-dashboard-nodes "$got"
 	# promql_names.py: a scrape without the doctor's textfile lacks its metrics
 	cat >"$work/scrape.txt" <<'EOF'
 # HELP node_hwmon_chip_names Annotation metric for human-readable chip names

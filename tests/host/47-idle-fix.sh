@@ -7,8 +7,9 @@
 # with no process gets its context after --checks runs, in a child process,
 # and a NOTICE in syslog; one at 100 % with a process and one that flaps
 # between 100 % and idle are left alone. Then --dry-run, a failing and a
-# hanging cuCtxCreate, no NVML, a second run holding the state, bad
-# arguments, JSON, and a fix cycle under ASan/UBSan.
+# hanging cuCtxCreate, no NVML, a second run holding the state, a --state
+# that is not a state file (refused, never replaced), bad arguments, JSON,
+# and a fix cycle under ASan/UBSan.
 set -u
 # shellcheck source=../lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -73,16 +74,63 @@ grep -q "^$C .*stuck 1/3" "$work/out3" && grep -q "^$C .*idle" "$work/out2" && !
 left=$(shopt -s dotglob nullglob; f=("$work"/run/*); echo "${f[*]##*/}")
 [[ $left == "state state.lock" ]] && t_pass idle-fix-state-atomic || t_fail idle-fix-state-atomic "holds: $left"
 
-# --dry-run: counts and says so, no context
+# --dry-run: reports from the saved counts and writes nothing. Two real runs
+# with --checks 5 leave A at 2; a dry run with --checks 3 would fix it, makes
+# no context, and leaves the state byte for byte, with no lock or temp file.
 rm -rf "$work/run"; : >"$work/ctx.log"
 nvml 100 0
-for _ in 1 2 3; do fix --dry-run --json >"$work/json" 2>&1; done
+fix --checks 5 >/dev/null 2>&1; fix --checks 5 >/dev/null 2>&1
+cp "$work/run/state" "$work/state.before"
+: >"$work/run/marker"
+for _ in 1 2; do fix --dry-run --json >"$work/json" 2>&1; done
 got=$("$py" -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 print(d["dry_run"], [(g["busid"], g["action"], g["count"]) for g in d["gpus"]])' "$work/json" 2>&1)
+left=$(cd "$work/run" && find . -newer marker ! -name marker | sort | tr '\n' ' ')
 [[ $got == "True [('$A', 'would-fix', 3), ('$B', 'busy', 0), ('$C', 'idle', 0)]" && ! -s $work/ctx.log ]] &&
-	t_pass idle-fix-dry-run || t_fail idle-fix-dry-run "$got; $(cat "$work/ctx.log")"
+	cmp -s "$work/state.before" "$work/run/state" && [[ -z $left ]] &&
+	t_pass idle-fix-dry-run || t_fail idle-fix-dry-run "$got; ctx: $(cat "$work/ctx.log"); changed: $left"
+# a dry run against a path that does not exist creates neither it, nor its
+# directory, nor a lock
+fix --dry-run --state "$work/new/dir/state" >"$work/out" 2>&1
+rc=$?
+[[ $rc == 0 && ! -e $work/new ]] && grep -q "^$A .*stuck 1/3" "$work/out" && t_pass idle-fix-dry-run-creates-nothing ||
+	t_fail idle-fix-dry-run-creates-nothing "rc $rc: $(find "$work/new" 2>&1 | tr '\n' ' ')"
+
+# a --state that is not a state file (a system file, a garbled or binary
+# file, an oversized one, a FIFO, a directory) is refused with exit 2 before
+# anything is written, dry run or not: the file is unchanged, no lock beside it
+mkdir "$work/nots"
+cp /etc/services "$work/nots/services" 2>/dev/null || seq 1000 >"$work/nots/services"
+printf '%s 2\n%s x\n' "$A" "$C" >"$work/nots/garbled"
+printf '%s 2\n\0\n' "$A" >"$work/nots/binary"
+printf '%s 1 extra\n' "$A" >"$work/nots/extra"
+head -c 1048576 /dev/zero | tr '\0' '\n' >"$work/nots/big"
+mkfifo "$work/nots/fifo"
+mkdir "$work/nots/dir"
+(cd "$work/nots" && sha256sum services garbled binary extra big) >"$work/sums"
+bad=
+for f in services garbled binary extra big fifo dir; do
+	for d in --dry-run ""; do
+		# shellcheck disable=SC2086
+		timeout 10 "$bin" idle-fix --nvml "$work/libnvidia-ml.so.1" --lib "$work/libcuda.so.1" \
+			--state "$work/nots/$f" $d >"$work/out" 2>"$work/err"
+		rc=$?
+		[[ $rc == 2 && ! -s $work/out ]] && grep -q "is not an idle-fix state file.*refusing" "$work/err" ||
+			bad+=" [$f $d] rc $rc: $(head -c 120 "$work/err")"
+	done
+done
+(cd "$work/nots" && sha256sum -c --quiet "$work/sums" >/dev/null 2>&1) || bad+=" a refused file changed"
+locks=$(cd "$work/nots" && find . -name '*.lock' -o -name '.*' ! -name . | tr '\n' ' ')
+[[ -z $locks ]] || bad+=" left beside: $locks"
+[[ -z $bad ]] && t_pass idle-fix-state-not-ours || t_fail idle-fix-state-not-ours "$bad"
+# an empty file is a state where nothing counts: accepted, and replaced
+: >"$work/nots/empty"
+fix --state "$work/nots/empty" >/dev/null 2>"$work/err"
+rc=$?
+[[ $rc == 0 && $(<"$work/nots/empty") == "$A 1" ]] && t_pass idle-fix-state-empty-ok ||
+	t_fail idle-fix-state-empty-ok "rc $rc: $(head -1 "$work/err")"
 
 # cuCtxCreate fails (exit 1, the reason), or hangs (killed after --timeout)
 rm -rf "$work/run"
@@ -126,7 +174,7 @@ if command -v setpriv >/dev/null && ((EUID == 0)); then
 	nvs_world_copy "$bin"
 	FAKE_NVML_STATE=$pub/nvml.state FAKE_CUDA_LOG=/dev/null setpriv --reuid=65534 --regid=65534 --clear-groups -- \
 		"$NVS_WORLD_COPY" idle-fix --nvml "$pub/libnvidia-ml.so.1" --lib "$pub/libcuda.so.1" --state "$pub/locked/state" \
-		--dry-run >/dev/null 2>"$work/err"
+		>/dev/null 2>"$work/err"
 	rc=$?
 	[[ $rc == 4 ]] && grep -q 'Permission denied; run as root, or pass --state' "$work/err" &&
 		t_pass idle-fix-state-eacces || t_fail idle-fix-state-eacces "rc $rc: $(head -1 "$work/err")"
@@ -147,6 +195,7 @@ exec {lk}>&-
 [[ $rc == 2 ]] && grep -q 'Another idle-fix holds' "$work/err" && t_pass idle-fix-locked || t_fail idle-fix-locked "rc $rc: $(head -1 "$work/err")"
 
 # bad arguments: exit 2, nothing on stdout
+bad=
 for a in "--threshold 0" "--threshold 101" "--checks x" "--timeout" "--state ''" "--bogus"; do
 	# shellcheck disable=SC2086
 	out=$(eval "\"$bin\" idle-fix $a" 2>"$work/err")

@@ -38,6 +38,27 @@ if [[ $(key EnvironmentFile) == -/etc/default/nvsidecar && $(key ExecStart) == *
 else
 	t_fail units-doctor-args "EnvironmentFile=$(key EnvironmentFile) ExecStart=$(key ExecStart)"
 fi
+# /etc/default/nvsidecar names every variable a unit or the health check
+# reads (T3-14), and reads the same whether sourced by sh (the initramfs
+# hook, the package scripts) or taken by systemd: no unquoted value with a
+# space, nothing a shell would run.
+defaults=$NVS_TOP/scripts/initramfs-tools/nvsidecar.default
+missing='' unsafe=''
+for v in $(grep -ho 'NVSIDECAR_[A-Z_]\+' "$NVS_TOP"/scripts/systemd/*.service "$NVS_TOP/scripts/slurm/nvsidecar-healthcheck" | sort -u); do
+	[[ $v == NVSIDECAR_BIN || $v == NVSIDECAR_DEFAULTS ]] && continue # not settings of the file
+	grep -q "^#\{0,1\}$v=" "$defaults" || missing+=" $v"
+done
+while IFS= read -r l; do
+	[[ $l =~ ^NVSIDECAR_[A-Z_]*=(.*)$ ]] || continue
+	val=${BASH_REMATCH[1]}
+	[[ $val =~ ^\"[^\"\$\`\\]*\"$ || $val =~ ^[^[:space:]\"\'\$\`\\]*$ ]] || unsafe+=" [$l]"
+done <"$defaults"
+sh_env=$(env -i sh -c 'set -a -u; . "$1" && env' _ "$defaults" 2>&1)
+if [[ -z $missing && -z $unsafe ]] && grep -q '^NVSIDECAR_IN_INITRAMFS=yes$' <<<"$sh_env"; then
+	t_pass units-defaults-file
+else
+	t_fail units-defaults-file "not listed:${missing:- none}; unsafe lines:${unsafe:- none}; sh: $(head -c 200 <<<"$sh_env")"
+fi
 if command -v systemd-analyze >/dev/null; then
 	# verify wants ExecStart's program to exist: a stand-in
 	mkdir -p "$work/units" "$work/bin"

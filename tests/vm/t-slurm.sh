@@ -11,7 +11,11 @@
 #     limit, when the module is unloaded, when a GPU is removed from the bus;
 #   - IDLE again after each recovery (the script resumes what it drained);
 #   - still DRAIN, with the admin's reason, when an admin drained it for
-#     something else, through a failure and its recovery.
+#     something else, through a failure and its recovery;
+#   - DRAIN "nvsidecar: health check stuck" when doctor does not exit even
+#     after SIGKILL (a stand-in `timeout' that never returns, as GNU
+#     timeout does not while its child sleeps in the kernel), and IDLE again
+#     once that process is gone.
 # The excerpts are saved to $NVS_OUT/slurm-*.txt.
 #
 # Slurm needs a name that resolves to an address getaddrinfo(AI_ADDRCONFIG)
@@ -115,7 +119,8 @@ EOC
 cat >"$run/healthcheck" <<EOC
 #!/bin/sh
 NVSIDECAR_BIN=$NVS_BIN NVSIDECAR_HEALTHCHECK_ARGS="--config $run/doctor.conf" NVSIDECAR_DEFAULTS=/dev/null
-export NVSIDECAR_BIN NVSIDECAR_HEALTHCHECK_ARGS NVSIDECAR_DEFAULTS
+NVSIDECAR_HEALTHCHECK_TIMEOUT=10 NVSIDECAR_HEALTHCHECK_DIR=$run/hc
+export NVSIDECAR_BIN NVSIDECAR_HEALTHCHECK_ARGS NVSIDECAR_DEFAULTS NVSIDECAR_HEALTHCHECK_TIMEOUT NVSIDECAR_HEALTHCHECK_DIR
 $NVS_TOP/scripts/slurm/nvsidecar-healthcheck >>$run/log/healthcheck.log 2>&1
 echo "\$? \$(date +%s)" >>$run/hc.runs
 EOC
@@ -250,10 +255,42 @@ capture admin
 scontrol update nodename="$node" state=resume
 s=$(until_state 20 'IDLE|' idle-end) && t_pass slurm-admin-resume || t_fail slurm-admin-resume "state $s"
 
+# 5. doctor stuck past SIGKILL: a tmpfs over /usr/local/sbin (first in the
+#    script's PATH, and private to this mount namespace) holds a timeout
+#    that, for doctor only, never returns; scontrol and logger get the real one
+if mount -t tmpfs nvs-stuck /usr/local/sbin; then
+	cat >/usr/local/sbin/timeout <<'EOS'
+#!/bin/bash
+# timeout -k KILL LIMIT NVSIDECAR doctor ...
+if [[ ${5:-} == doctor ]]; then
+	trap '' TERM INT HUP
+	exec -a nvs-stuck-doctor sleep 600
+fi
+exec /usr/bin/timeout "$@"
+EOS
+	chmod 0755 /usr/local/sbin/timeout
+	s=$(until_state 60 '*DRAIN*|nvsidecar: health check stuck*' drain-stuck) && t_pass slurm-drain-stuck ||
+		t_fail slurm-drain-stuck "state $s; health check: $(tail -n 2 "$run/log/healthcheck.log" | tr '\n' ' ')"
+	# an admin's drain stays, stuck or not
+	scontrol update nodename="$node" state=resume
+	scontrol update nodename="$node" state=drain reason="$admin"
+	runs 2 || t_fail slurm-admin-runs "no health check finished in 60 s"
+	s=$(state)
+	[[ $s == *DRAIN*"|$admin" ]] && t_pass slurm-stuck-admin-kept || t_fail slurm-stuck-admin-kept "state $s"
+	umount /usr/local/sbin
+	for p in /proc/[0-9]*; do
+		[[ $(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) == "nvs-stuck-doctor "* ]] && kill -9 "${p#/proc/}"
+	done
+	scontrol update nodename="$node" state=drain reason="nvsidecar: health check stuck (test)"
+	s=$(until_state 60 'IDLE|' idle-unstuck) && t_pass slurm-resume-unstuck || t_fail slurm-resume-unstuck "state $s"
+else
+	t_fail slurm-drain-stuck "no tmpfs over /usr/local/sbin"
+fi
+
 # slurmd never had to kill the script, and the script said what it did.
 if grep -qi 'health.*\(timed out\|killed\)' "$run/log/slurmd.log"; then
 	t_fail slurm-healthcheck-log "slurmd: $(grep -i -m2 'health' "$run/log/slurmd.log" | tr '\n' ' ')"
-elif grep -q "draining node $node: nvsidecar:" "$run/log/healthcheck.log" &&
+elif grep -q "node $node is unhealthy: draining it with reason \`nvsidecar:.*: done" "$run/log/healthcheck.log" &&
 	grep -q "resuming it" "$run/log/healthcheck.log" && grep -q 'for another reason' "$run/log/healthcheck.log"; then
 	t_pass slurm-healthcheck-log
 else

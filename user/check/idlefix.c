@@ -47,19 +47,65 @@ struct entry {
 	unsigned int count;
 };
 
-/* "BUSID COUNT" lines; a missing or garbled file is an empty history. */
-static size_t load_state(const char *path, struct entry *e, size_t max)
+/*
+ * The state file holds only "BUSID COUNT" lines, at most MAX_STATE of them
+ * (an empty file is one where nothing is counting). Anything else at that
+ * path is not ours: a typo such as --state /etc/fstab must be refused, not
+ * read as an empty history and replaced. Returns 0 (n entries), -ENOENT (no
+ * file yet: an empty history), -EINVAL (not a state file), or -errno.
+ */
+static int load_state(const char *path, struct entry *e, size_t max, size_t *n, char *err, size_t errlen)
 {
-	char line[128];
-	size_t n = 0;
-	FILE *f = fopen(path, "re");
+	char buf[MAX_STATE * 48 + 1], *line, *save = NULL;
+	ssize_t len;
+	struct stat st;
+	int fd, ret;
 
-	while (f && n < max && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%31s %u", e[n].busid, &e[n].count) == 2)
-			n++;
-	if (f)
-		fclose(f);
-	return n;
+	*n = 0;
+	/* O_NONBLOCK: a FIFO at that path must not hang the open */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		ret = -errno;
+		if (ret != -ENOENT)
+			snprintf(err, errlen, "Unable to open --state `%s': %s", path, strerror(-ret));
+		return ret;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size >= (off_t)sizeof(buf)) {
+		ret = -EINVAL;
+		goto not_ours;
+	}
+	len = read(fd, buf, sizeof(buf) - 1);
+	if (len < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "Unable to read --state `%s': %s", path, strerror(-ret));
+		goto out;
+	}
+	buf[len] = 0;
+	ret = -EINVAL;
+	if (memchr(buf, 0, (size_t)len) || (len && buf[len - 1] != '\n'))
+		goto not_ours;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		size_t id = strspn(line, "0123456789abcdefABCDEF:.");
+		char *end;
+
+		if (*n == max || id < 7 || id >= sizeof(e->busid) || line[id] != ' ' ||
+		    !strchr("123456789", line[id + 1]))
+			goto not_ours;
+		errno = 0;
+		e[*n].count = (unsigned int)strtoul(line + id + 1, &end, 10);
+		if (errno || *end)
+			goto not_ours;
+		snprintf(e[*n].busid, sizeof(e->busid), "%.*s", (int)id, line);
+		++*n;
+	}
+	ret = 0;
+	goto out;
+not_ours:
+	snprintf(err, errlen, "--state `%s' is not an idle-fix state file (only \"BUSID COUNT\" lines); "
+		 "refusing to read or replace it: pass the path of a new or existing state file", path);
+out:
+	close(fd);
+	return ret;
 }
 
 static int save_state(const char *path, const struct nvs_idlefix_result *r, char *err, size_t errlen)
@@ -213,7 +259,7 @@ int nvs_idlefix_run(const struct nvs_idlefix_opts *o, struct nvs_idlefix_result 
 	struct nvs_nvml_gpu *g = NULL;
 	struct nvs_nvml n;
 	char lock[PATH_MAX];
-	size_t np, ng = 0;
+	size_t np = 0, ng = 0;
 	int lfd, ret;
 
 	memset(r, 0, sizeof(*r));
@@ -225,6 +271,19 @@ int nvs_idlefix_run(const struct nvs_idlefix_opts *o, struct nvs_idlefix_result 
 	if (ret)
 		return ret;
 
+	/*
+	 * Check the path before anything is created beside it. A dry run
+	 * only reads: no directory, no lock file, no state written.
+	 */
+	ret = load_state(o->state, prev, MAX_STATE, &np, err, errlen);
+	if (ret && ret != -ENOENT) {
+		free(g);
+		return ret;
+	}
+	if (o->dry_run) {
+		lfd = -1;
+		goto counted;
+	}
 	/* one run at a time: the timer and an admin by hand would both count */
 	make_parent(o->state);
 	snprintf(lock, sizeof(lock), "%s.lock", o->state);
@@ -239,7 +298,11 @@ int nvs_idlefix_run(const struct nvs_idlefix_opts *o, struct nvs_idlefix_result 
 		free(g);
 		return ret;
 	}
-	np = load_state(o->state, prev, MAX_STATE);
+	/* again under the lock: the run before us may have just replaced it */
+	ret = load_state(o->state, prev, MAX_STATE, &np, err, errlen);
+	if (ret && ret != -ENOENT)
+		goto out;
+counted:
 	r->v = calloc(ng ? ng : 1, sizeof(*r->v));
 	if (!r->v) {
 		ret = -ENOMEM;
@@ -301,11 +364,12 @@ int nvs_idlefix_run(const struct nvs_idlefix_opts *o, struct nvs_idlefix_result 
 		x->count = 0;
 	}
 	closelog();
-	ret = save_state(o->state, r, err, errlen);
+	ret = o->dry_run ? 0 : save_state(o->state, r, err, errlen);
 	if (ret)
 		nvs_idlefix_free(r);
 out:
-	close(lfd);
+	if (lfd >= 0)
+		close(lfd);
 	free(g);
 	return ret;
 }

@@ -33,18 +33,22 @@ static void usage(FILE *f, const char *prog)
 		"\n"
 		"  --threshold PCT  utilisation that counts as stuck (1-100, default 90)\n"
 		"  --checks K       consecutive runs before the fix (1-1000, default 3)\n"
-		"  --dry-run        count and report, create no context\n"
+		"  --dry-run        report what this run would do from the saved\n"
+		"                   counts; writes nothing, creates no context\n"
 		"  --state FILE     where the counts are kept between runs\n"
-		"                   (default %s)\n"
+		"                   (default %s);\n"
+		"                   a file there that is not a state file is\n"
+		"                   refused (exit 2), never replaced\n"
 		"  --timeout S      seconds the context may take (default 30)\n"
 		"  --nvml LIB       NVML to load (default libnvidia-ml.so.1)\n"
 		"  --lib LIB        libcuda to load (default libcuda.so.1)\n"
 		"  --json           one JSON document\n"
 		"\n"
 		"Exit status: 0 done (nothing to fix, fixed, or --dry-run), 1 a fix\n"
-		"failed, 2 usage error, an unusable --nvml, or another run holds the\n"
-		"state, 3 no NVML (no NVIDIA driver) or NVML failed, 4 permission denied\n"
-		"(the state file's directory: run as root or pass --state).\n",
+		"failed, 2 usage error, an unusable --nvml, a --state that is not a\n"
+		"state file, or another run holds the state, 3 no NVML (no NVIDIA\n"
+		"driver) or NVML failed, 4 permission denied (the state file's\n"
+		"directory: run as root or pass --state).\n",
 		PROG_NAME, prog, NVS_IDLEFIX_STATE);
 }
 
