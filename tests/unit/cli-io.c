@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/io.h"
-#include "common/json.h"
-#include "common/text.h"
+#include "lib/io.h"
+#include "lib/json.h"
+#include "lib/text.h"
 
 static int failures, checks;
 

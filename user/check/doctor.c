@@ -26,6 +26,7 @@
 #include "check/topo.h"
 #include "common/exit.h"
 #include "libnvsidecar.h"
+#include "lib/format.h"
 #include "sys/pci.h"
 
 /* Above this the RTX 5090 throttles while the driver may still say 60 °C. */

@@ -14,6 +14,7 @@
 
 #include "check/doctor.h"
 #include "libnvsidecar.h"
+#include "lib/parse.h"
 
 static const char *const keys[] = {
 	"expect-gpus", "limit", "driver-version", "patched", "nvml", "lib", "gpu-ids", "textfile", "strict",

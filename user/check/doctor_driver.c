@@ -15,6 +15,7 @@
 
 #include "check/doctor.h"
 #include "common/gpu.h"
+#include "lib/busid.h"
 #include "libcuda/report.h"
 #include "sys/nvml.h"
 

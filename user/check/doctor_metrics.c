@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 
 #include "check/doctor.h"
-#include "common/io.h"
+#include "lib/io.h"
 
 static const char *const status_label[] = { "ok", "warn", "fail", "skip" };
 

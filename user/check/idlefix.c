@@ -16,7 +16,8 @@
 
 #include "check/idlefix.h"
 #include "common/gpu.h"
-#include "common/io.h"
+#include "lib/busid.h"
+#include "lib/io.h"
 #include "sys/cuda.h"
 #include "sys/nvml.h"
 

@@ -17,6 +17,8 @@
 #include "common/gpu.h"
 #include "common/out.h"
 #include "libnvsidecar.h"
+#include "lib/busid.h"
+#include "lib/parse.h"
 #include "sys/cuda.h"
 #include "sys/dmabuf.h"
 

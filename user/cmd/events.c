@@ -12,6 +12,8 @@
 #include "common/exit.h"
 #include "common/gpu.h"
 #include "common/out.h"
+#include "lib/format.h"
+#include "lib/parse.h"
 
 
 static volatile sig_atomic_t stop;

@@ -14,6 +14,7 @@
 #include "common/exit.h"
 #include "common/out.h"
 #include "libnvsidecar.h"
+#include "lib/parse.h"
 
 static void usage(FILE *f, const char *prog)
 {

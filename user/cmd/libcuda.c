@@ -21,6 +21,9 @@
 #include "common/exit.h"
 #include "common/gpu.h"
 #include "common/out.h"
+#include "lib/busid.h"
+#include "lib/env.h"
+#include "lib/parse.h"
 #include "libcuda/patch.h"
 #include "libcuda/report.h"
 #include "libcuda/verify.h"
@@ -106,7 +109,7 @@ static int parse(int argc, const char *argv[], struct opts *o, const char *sub)
 	snprintf(usub, sizeof(usub), "libcuda %s", sub);
 	memset(o, 0, sizeof(*o));
 	o->bytes = 2 << 20;
-	o->state = getenv("NVS_LIBCUDA_STATE") ? getenv("NVS_LIBCUDA_STATE") : LC_DEFAULT_STATE;
+	o->state = nvs_env_libcuda_state(LC_DEFAULT_STATE);
 	for (int i = 1; i < argc; ++i) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		uint64_t n;
@@ -556,7 +559,7 @@ static int cmd_env(const struct opts *o)
 {
 	char dir[PATH_MAX], tmp[PATH_MAX], err[512], v[PATH_MAX + 64];
 	char line[4 * PATH_MAX + 64];
-	const char *llp = getenv("LD_LIBRARY_PATH");
+	const char *llp = nvs_env_ld_library_path();
 	struct lc_stale s;
 	struct stat st;
 	int r;

@@ -15,6 +15,7 @@
 #include "common/exit.h"
 #include "common/out.h"
 #include "libnvsidecar.h"
+#include "lib/parse.h"
 
 static const enum out_color ladder_color[] = {
 	[NVS_LADDER_NOT_RUN] = OUT_DIM, [NVS_LADDER_PASS] = OUT_GOOD, [NVS_LADDER_WARN] = OUT_WARN,

@@ -20,6 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/env.h"
+#include "lib/parse.h"
 #include "sys/cuda.h"
 #include "sys/rdma_ib.h"
 #include "sys/rdma_mem.h"
@@ -1015,7 +1017,7 @@ int rdma_main(int argc, const char *argv[])
 		return ret == 1 ? NVS_EX_OK : ret;
 	}
 	r->a.mem.dmabuf_fd = r->b.mem.dmabuf_fd = -1;
-	r->corrupt = getenv("NVS_RDMA_TEST_CORRUPT") && !strcmp(getenv("NVS_RDMA_TEST_CORRUPT"), "1");
+	r->corrupt = nvs_env_rdma_test_corrupt();
 	if (!cuda_setup(r)) {
 		if (r->o.loopback) {
 			run_loopback(r);

@@ -9,6 +9,7 @@
 #include "common/exit.h"
 #include "common/gpu.h"
 #include "common/out.h"
+#include "lib/parse.h"
 
 
 static void show_usage(FILE *f, const char *name)

@@ -10,6 +10,7 @@
 #include "common/exit.h"
 #include "common/gpu.h"
 #include "common/out.h"
+#include "lib/format.h"
 
 static void show_usage(FILE *f, const char *name)
 {

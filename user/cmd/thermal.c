@@ -16,8 +16,10 @@
 #include "cmd/subcommands.h"
 #include "common/exit.h"
 #include "common/gpu.h"
-#include "common/io.h"
+#include "lib/format.h"
+#include "lib/io.h"
 #include "common/out.h"
+#include "lib/parse.h"
 
 
 /*

@@ -8,20 +8,7 @@
 #include "common/exit.h"
 #include "common/gpu.h"
 #include "common/out.h"
-
-/* [DDDD:]BB:DD.F in hex, as lspci and sysfs write it (CUDA pads the domain to 8). */
-bool nvs_bdf_ok(const char *s)
-{
-	unsigned int d, b, dev, f;
-	int used = 0;
-
-	if (!s || strlen(s) > 16 || !isxdigit((unsigned char)*s))
-		return false;
-	if (sscanf(s, "%x:%x:%x.%x%n", &d, &b, &dev, &f, &used) == 4 && !s[used])
-		return b < 256 && dev < 32 && f < 8;
-	used = 0;
-	return sscanf(s, "%x:%x.%x%n", &b, &dev, &f, &used) == 3 && !s[used] && b < 256 && dev < 32 && f < 8;
-}
+#include "lib/busid.h"
 
 bool nvs_gpu_spec_ok(const char *s)
 {
@@ -34,15 +21,6 @@ bool nvs_gpu_spec_ok(const char *s)
 	if (*p && strspn(p, "0123456789") == strlen(p) && strlen(p) <= 9)
 		return true;
 	return p == s && nvs_bdf_ok(s);
-}
-
-bool nvs_same_busid(const char *a, const char *b)
-{
-	unsigned int d1, b1, s1, f1, d2, b2, s2, f2;
-
-	return sscanf(a, "%x:%x:%x.%x", &d1, &b1, &s1, &f1) == 4 &&
-	       sscanf(b, "%x:%x:%x.%x", &d2, &b2, &s2, &f2) == 4 &&
-	       d1 == d2 && b1 == b2 && s1 == s2 && f1 == f2;
 }
 
 int nvs_cli_relist(struct nvs_cli *c)

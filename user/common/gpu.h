@@ -25,7 +25,6 @@ struct nvs_cli {
  * the module is asked, so a typo is a usage error (exit 2) everywhere.
  */
 bool nvs_gpu_spec_ok(const char *s);
-bool nvs_bdf_ok(const char *s);
 
 /*
  * Opens the family; with list, reads every GPU too, and with want (a GPU
@@ -44,8 +43,5 @@ static inline const struct nvs_gpu_info *nvs_cli_gpus(const struct nvs_cli *c, s
 	return c->sel ? c->sel : c->gpus;
 }
 void nvs_cli_close(struct nvs_cli *c);
-
-/* Same PCI function? CUDA writes "00000000:0A:00.0", the kernel "0000:0a:00.0". */
-bool nvs_same_busid(const char *a, const char *b);
 
 #endif

@@ -6,9 +6,9 @@
 
 #include "common/color.h"
 #include "common/exit.h"
-#include "common/json.h"
+#include "lib/json.h"
 #include "common/out.h"
-#include "common/text.h"
+#include "lib/text.h"
 
 const char *PROG_NAME = "nvsidecar";
 
