@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "libnvsidecar.h"
+#include "cli/csv.h"
+#include "cli/gpu.h"
 #include "lib/busid.h"
 #include "lib/env.h"
 #include "lib/format.h"

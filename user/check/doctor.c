@@ -24,7 +24,7 @@
 
 #include "check/doctor.h"
 #include "check/topo.h"
-#include "common/exit.h"
+#include "cli/exit.h"
 #include "libnvsidecar.h"
 #include "lib/format.h"
 #include "sys/pci.h"

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "check/idlefix.h"
-#include "common/gpu.h"
+#include "cli/gpu.h"
 #include "lib/busid.h"
 #include "lib/io.h"
 #include "sys/cuda.h"

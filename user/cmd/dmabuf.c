@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/gpu.h"
-#include "common/out.h"
+#include "cli/exit.h"
+#include "cli/gpu.h"
+#include "cli/out.h"
 #include "libnvsidecar.h"
 #include "lib/busid.h"
 #include "lib/parse.h"

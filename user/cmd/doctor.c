@@ -14,9 +14,10 @@
 #include <unistd.h>
 
 #include "check/doctor.h"
+#include "cli/prometheus.h"
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/out.h"
+#include "cli/exit.h"
+#include "cli/out.h"
 #include "lib/env.h"
 
 static const enum out_color colour[] = {

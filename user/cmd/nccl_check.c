@@ -10,8 +10,8 @@
 
 #include "check/nccl.h"
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/out.h"
+#include "cli/exit.h"
+#include "cli/out.h"
 
 enum { EXP_P2P, EXP_GDR, EXP_DMABUF, EXP_DIRECT, EXP__COUNT };
 static const char *const exp_names[EXP__COUNT] = { "p2p", "gdr", "dmabuf", "direct" };

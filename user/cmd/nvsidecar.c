@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/out.h"
+#include "cli/exit.h"
+#include "cli/out.h"
 
 static const struct {
 	const char *name;

@@ -12,8 +12,8 @@
 
 #include "check/p2p.h"
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/out.h"
+#include "cli/exit.h"
+#include "cli/out.h"
 #include "libnvsidecar.h"
 #include "lib/parse.h"
 

@@ -26,8 +26,8 @@
 #include "sys/rdma_ib.h"
 #include "sys/rdma_mem.h"
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/out.h"
+#include "cli/exit.h"
+#include "cli/out.h"
 #include "libnvsidecar.h"
 
 

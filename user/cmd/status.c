@@ -7,9 +7,9 @@
 
 #include "libnvsidecar.h"
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/gpu.h"
-#include "common/out.h"
+#include "cli/exit.h"
+#include "cli/gpu.h"
+#include "cli/out.h"
 #include "lib/format.h"
 
 static void show_usage(FILE *f, const char *name)

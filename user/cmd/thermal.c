@@ -13,12 +13,13 @@
 #include <unistd.h>
 
 #include "libnvsidecar.h"
+#include "cli/csv.h"
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/gpu.h"
+#include "cli/exit.h"
+#include "cli/gpu.h"
 #include "lib/format.h"
 #include "lib/io.h"
-#include "common/out.h"
+#include "cli/out.h"
 #include "lib/parse.h"
 
 

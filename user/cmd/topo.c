@@ -12,8 +12,8 @@
 
 #include "check/topo.h"
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/out.h"
+#include "cli/exit.h"
+#include "cli/out.h"
 #include "sys/pci.h"
 
 #define MAX_IDS 16

@@ -175,20 +175,6 @@ const char *nvs_p2p_name(uint32_t p2p);
 /* The loaded module's version from /sys/module/nvsidecar/version. */
 int nvs_module_version(char *buf, size_t len);
 
-/* "gpu3", "3" or a bus id; resolved against gpus. -ENODEV if none matches. */
-int nvs_parse_gpu(const char *s, const struct nvs_gpu_info *gpus, size_t n,
-		  uint32_t *index);
-/*
- * CSV recording format (thermal --record): a header line "gpu,seq,
- * timestamp_ns,<label>,..." over the given column labels, then one row per
- * sample; a cell is the value in m°C, empty when the sensor was not valid
- * or the GPU has no sensor of that label. col_of_sensor[i] is the column
- * (0-based among the labels) of sensor i of that GPU, or -1.
- */
-int nvs_csv_header(FILE *f, const char *const *labels, size_t nlabels);
-int nvs_csv_row(FILE *f, uint32_t gpu, const struct nvs_sample_entry *s,
-		unsigned int nsensors, const int *col_of_sensor, size_t nlabels);
-
 #ifdef __cplusplus
 }
 #endif

@@ -5,9 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/exit.h"
-#include "common/gpu.h"
-#include "common/out.h"
+#include "cli/exit.h"
+#include "cli/gpu.h"
+#include "lib/parse.h"
+#include "cli/out.h"
 #include "lib/busid.h"
 
 bool nvs_gpu_spec_ok(const char *s)
@@ -76,4 +77,35 @@ void nvs_cli_close(struct nvs_cli *c)
 	free(c->gpus);
 	nvs_close(c->h);
 	memset(c, 0, sizeof(*c));
+}
+
+int nvs_parse_gpu(const char *s, const struct nvs_gpu_info *gpus, size_t n,
+		  uint32_t *index)
+{
+	uint32_t want;
+	const char *p = s;
+
+	if (!s || !*s)
+		return -(errno = EINVAL);
+	if (!strncmp(p, "gpu", 3))
+		p += 3;
+	if (!nvs_parse_u32(p, 0, UINT32_MAX, &want)) {
+		for (size_t i = 0; i < n; ++i) {
+			if (gpus[i].index == want) {
+				*index = want;
+				return 0;
+			}
+		}
+		return -(errno = ENODEV);
+	}
+	for (size_t i = 0; i < n; ++i) {
+		/* "01:00.0" names domain 0's "0000:01:00.0". */
+		if (!strcasecmp(gpus[i].busid, s) ||
+		    (!strncmp(gpus[i].busid, "0000:", 5) && !strcasecmp(gpus[i].busid + 5, s))) {
+			*index = gpus[i].index;
+			return 0;
+		}
+	}
+	errno = strchr(s, ':') ? ENODEV : EINVAL;
+	return -errno;
 }
