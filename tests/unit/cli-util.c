@@ -9,13 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libnvsidecar.h"
 #include "cli/csv.h"
 #include "cli/gpu.h"
 #include "lib/busid.h"
 #include "lib/env.h"
 #include "lib/format.h"
 #include "lib/parse.h"
+#include "libnvsidecar.h"
 
 static int failures, checks;
 

@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 
 #include "check/doctor.h"
-#include "libnvsidecar.h"
 #include "lib/parse.h"
+#include "libnvsidecar.h"
 
 static const char *const keys[] = {
 	"expect-gpus", "limit", "driver-version", "patched", "nvml", "lib", "gpu-ids", "textfile", "strict",

@@ -14,7 +14,6 @@
 #include <sys/stat.h>
 
 #include "check/doctor.h"
-#include "cli/gpu.h"
 #include "lib/busid.h"
 #include "libcuda/report.h"
 #include "sys/nvml.h"

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "check/idlefix.h"
-#include "cli/gpu.h"
 #include "lib/busid.h"
 #include "lib/io.h"
 #include "sys/cuda.h"

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/exit.h"
 #include "cli/gpu.h"
-#include "lib/parse.h"
 #include "cli/out.h"
 #include "lib/busid.h"
+#include "lib/exit.h"
+#include "lib/parse.h"
 
 bool nvs_gpu_spec_ok(const char *s)
 {

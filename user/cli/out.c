@@ -5,10 +5,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/exit.h"
-#include "lib/env.h"
-#include "lib/json.h"
 #include "cli/out.h"
+#include "lib/env.h"
+#include "lib/exit.h"
+#include "lib/json.h"
 #include "lib/text.h"
 
 const char *PROG_NAME = "nvsidecar";

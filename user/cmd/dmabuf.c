@@ -12,15 +12,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd/subcommands.h"
-#include "cli/exit.h"
 #include "cli/gpu.h"
 #include "cli/out.h"
-#include "libnvsidecar.h"
+#include "cmd/subcommands.h"
 #include "lib/busid.h"
+#include "lib/exit.h"
 #include "lib/parse.h"
 #include "sys/cuda.h"
 #include "sys/dmabuf.h"
+#include "libnvsidecar.h"
 
 enum source { SRC_NONE, SRC_CUDA, SRC_UDMABUF, SRC_HEAP, SRC_FD };
 static const char *const source_names[] = {

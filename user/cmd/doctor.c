@@ -14,11 +14,11 @@
 #include <unistd.h>
 
 #include "check/doctor.h"
+#include "cli/out.h"
 #include "cli/prometheus.h"
 #include "cmd/subcommands.h"
-#include "cli/exit.h"
-#include "cli/out.h"
 #include "lib/env.h"
+#include "lib/exit.h"
 
 static const enum out_color colour[] = {
 	[CK_OK] = OUT_GOOD, [CK_WARN] = OUT_WARN, [CK_FAIL] = OUT_ALARM, [CK_SKIP] = OUT_DIM,

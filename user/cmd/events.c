@@ -7,13 +7,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "libnvsidecar.h"
-#include "cmd/subcommands.h"
-#include "cli/exit.h"
 #include "cli/gpu.h"
 #include "cli/out.h"
+#include "cmd/subcommands.h"
+#include "lib/exit.h"
 #include "lib/format.h"
 #include "lib/parse.h"
+#include "libnvsidecar.h"
 
 
 static volatile sig_atomic_t stop;

@@ -10,11 +10,11 @@
 #include <string.h>
 
 #include "check/idlefix.h"
-#include "cmd/subcommands.h"
-#include "cli/exit.h"
 #include "cli/out.h"
-#include "libnvsidecar.h"
+#include "cmd/subcommands.h"
+#include "lib/exit.h"
 #include "lib/parse.h"
+#include "libnvsidecar.h"
 
 static void usage(FILE *f, const char *prog)
 {

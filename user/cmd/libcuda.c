@@ -17,12 +17,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cmd/subcommands.h"
-#include "cli/exit.h"
 #include "cli/gpu.h"
 #include "cli/out.h"
+#include "cmd/subcommands.h"
 #include "lib/busid.h"
 #include "lib/env.h"
+#include "lib/exit.h"
 #include "lib/parse.h"
 #include "libcuda/patch.h"
 #include "libcuda/report.h"

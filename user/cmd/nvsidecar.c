@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd/subcommands.h"
-#include "cli/exit.h"
 #include "cli/out.h"
+#include "cmd/subcommands.h"
+#include "lib/exit.h"
 
 static const struct {
 	const char *name;

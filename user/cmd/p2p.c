@@ -11,11 +11,11 @@
 #include <string.h>
 
 #include "check/p2p.h"
-#include "cmd/subcommands.h"
-#include "cli/exit.h"
 #include "cli/out.h"
-#include "libnvsidecar.h"
+#include "cmd/subcommands.h"
+#include "lib/exit.h"
 #include "lib/parse.h"
+#include "libnvsidecar.h"
 
 static const enum out_color ladder_color[] = {
 	[NVS_LADDER_NOT_RUN] = OUT_DIM, [NVS_LADDER_PASS] = OUT_GOOD, [NVS_LADDER_WARN] = OUT_WARN,

@@ -20,14 +20,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/out.h"
+#include "cmd/subcommands.h"
 #include "lib/env.h"
+#include "lib/exit.h"
 #include "lib/parse.h"
 #include "sys/cuda.h"
 #include "sys/rdma_ib.h"
 #include "sys/rdma_mem.h"
-#include "cmd/subcommands.h"
-#include "cli/exit.h"
-#include "cli/out.h"
 #include "libnvsidecar.h"
 
 

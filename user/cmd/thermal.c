@@ -12,15 +12,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "libnvsidecar.h"
 #include "cli/csv.h"
-#include "cmd/subcommands.h"
-#include "cli/exit.h"
 #include "cli/gpu.h"
+#include "cli/out.h"
+#include "cmd/subcommands.h"
+#include "lib/exit.h"
 #include "lib/format.h"
 #include "lib/io.h"
-#include "cli/out.h"
 #include "lib/parse.h"
+#include "libnvsidecar.h"
 
 
 /*

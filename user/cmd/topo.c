@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "check/topo.h"
-#include "cmd/subcommands.h"
-#include "cli/exit.h"
 #include "cli/out.h"
+#include "cmd/subcommands.h"
+#include "lib/exit.h"
 #include "sys/pci.h"
 
 #define MAX_IDS 16
