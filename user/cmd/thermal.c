@@ -14,6 +14,7 @@
 
 #include "check/record.h"
 #include "cli/csv.h"
+#include "cli/dump.h"
 #include "cli/gpu.h"
 #include "cli/out.h"
 #include "cmd/subcommands.h"
@@ -95,25 +96,6 @@ static char *cell(char *buf, size_t len, bool has, int32_t mc)
 	return buf;
 }
 
-static void print_dump(const struct nvs_gpu_info *gpus, size_t n)
-{
-	for (size_t i = 0; i < n; ++i) {
-		const struct nvs_gpu_info *g = &gpus[i];
-
-		for (unsigned int k = 0; k < g->nsensors; ++k) {
-			const struct nvs_sensor_info *s = &g->sensors[k];
-			char v[4][16];
-
-			snprintf(v[0], sizeof(v[0]), s->valid ? "%" PRId32 : "-", s->mc);
-			snprintf(v[1], sizeof(v[1]), s->has_peak ? "%" PRId32 : "-", s->peak);
-			snprintf(v[2], sizeof(v[2]), s->has_low ? "%" PRId32 : "-", s->low);
-			snprintf(v[3], sizeof(v[3]), s->has_max ? "%" PRId32 : "-", s->max);
-			printf("%u\t%s\t%u\t%s\t%d\t%s\t%s\t%s\t%s\t%d\n", g->index, g->busid, s->id,
-			       s->label, s->valid, v[0], v[1], v[2], v[3], s->alarm);
-		}
-	}
-}
-
 /*
  * A snapshot: JSON, or the table (eol is "\e[K\n" while --watch redraws
  * in place; at_peak marks values at their peak then).
@@ -186,7 +168,7 @@ static int snapshot(struct nvs_cli *c, const struct opts *o)
 		return ret;
 	gpus = nvs_cli_gpus(c, &n);
 	if (o->dump) {
-		print_dump(gpus, n);
+		nvs_dump_thermal(gpus, n);
 	} else {
 		out_begin(true);
 		show(gpus, n, false, "\n");
