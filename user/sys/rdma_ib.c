@@ -437,9 +437,8 @@ static void wake_delay(void)
 {
 	static long ms = -1;
 
-	if (ms < 0) {
+	if (ms < 0)
 		ms = nvs_env_rdma_wake_delay_ms();
-	}
 	if (ms)
 		nanosleep(&(struct timespec){ ms / 1000, ms % 1000 * 1000000L }, NULL);
 }
