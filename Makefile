@@ -34,11 +34,13 @@ user:
 # What a change must pass before review, in a few minutes and without a VM:
 # the helper built with warnings as errors and its unit tests under the
 # sanitizers, checkpatch over kmod/, user/ and tests/unit/ (scripts/style.sh),
+# the floors of user/ over its includes and calls (scripts/floors.sh),
 # and the module for KVER built with W=1, warnings as errors, and sparse.
 CHECK_O := $(abspath $(BUILD))/check
 check:
 	$(MAKE) -C user O=$(CHECK_O)/user WERROR=1
 	$(MAKE) -C user O=$(CHECK_O)/user-asan WERROR=1 ASAN=1 check
+	scripts/floors.sh $(CHECK_O)/user
 	scripts/style.sh
 	$(MAKE) module W=1 KCFLAGS=-Werror MODDIR=$(CHECK_O)/kmod-$(KVER) \
 		$(if $(shell command -v sparse),C=2 CHECK="sparse -Wsparse-error")

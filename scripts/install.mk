@@ -46,6 +46,8 @@ INITRAMFSDIR ?= /usr/share/initramfs-tools
 DRACUTDIR ?= /usr/lib/dracut/modules.d
 # Empty: write no manifest (packages have their own).
 NVS_MANIFEST ?= $(DATADIR)/nvsidecar/install-manifest
+# libnvsidecar's soname number: user/Makefile's SOVER is the one place it is set.
+NVS_SOVER := $(shell sed -n 's/^SOVER := //p' user/Makefile)
 # Where `make user` put the helper (user/Makefile's O=).
 USER_O ?= user
 DKMS ?= dkms
@@ -93,8 +95,8 @@ install-helper:
 	@test -x $(USER_O)/nvsidecar || { echo "No $(USER_O)/nvsidecar: run \`make user' first" >&2; exit 1; }
 	@$(nvs_inst_fns); \
 	inst 0755 $(USER_O)/nvsidecar "$(BINDIR)/nvsidecar"; \
-	inst 0755 $(USER_O)/libnvsidecar.so.0 "$(LIBDIR)/libnvsidecar.so.0"; \
-	lnk libnvsidecar.so.0 "$(LIBDIR)/libnvsidecar.so"; \
+	inst 0755 $(USER_O)/libnvsidecar.so.$(NVS_SOVER) "$(LIBDIR)/libnvsidecar.so.$(NVS_SOVER)"; \
+	lnk libnvsidecar.so.$(NVS_SOVER) "$(LIBDIR)/libnvsidecar.so"; \
 	inst 0644 $(USER_O)/libnvsidecar.a "$(LIBDIR)/libnvsidecar.a"; \
 	inst 0644 user/sys/libnvsidecar/libnvsidecar.h "$(INCLUDEDIR)/libnvsidecar.h"; \
 	inst 0644 kmod/uapi/nvsidecar.h "$(INCLUDEDIR)/nvsidecar.h"; \

@@ -34,6 +34,29 @@ if ! make -C "$NVS_TOP/user" O="$plain" -j2 >"$work/build-plain.log" 2>&1; then
 fi
 bin=$asan/nvsidecar
 
+# The floors of user/ (scripts/floors.sh, also in `make check'): no include
+# or call up a floor, none sideways, no cycle.
+if "$NVS_TOP/scripts/floors.sh" "$plain" >"$work/floors.out" 2>&1; then
+	t_pass cli-floors
+else
+	t_fail cli-floors "$(head -n 5 "$work/floors.out" | tr '\n' ' ')"
+fi
+# libnvsidecar.so exports its netlink client only: the version script's
+# list, and every function libnvsidecar.h declares.
+so=$(ls "$plain"/libnvsidecar.so.* 2>/dev/null | head -n 1)
+if [[ -z $so ]]; then
+	t_fail cli-lib-exports "no libnvsidecar.so.* in $plain"
+else
+	nm -D --defined-only "$so" | awk '$2 == "T" { sub(/@.*/, "", $3); print $3 }' | sort >"$work/exports"
+	sed -n 's/^\t\t\(nvs_[a-z0-9_]*\);$/\1/p' "$NVS_TOP/user/sys/libnvsidecar/libnvsidecar.map" | sort >"$work/map"
+	sed -n 's/^[a-z].*[ *]\(nvs_[a-z0-9_]*\)(.*/\1/p' "$NVS_TOP/user/sys/libnvsidecar/libnvsidecar.h" | sort -u >"$work/api"
+	if [[ -s $work/api ]] && cmp -s "$work/exports" "$work/map" && cmp -s "$work/exports" "$work/api"; then
+		t_pass cli-lib-exports
+	else
+		t_fail cli-lib-exports "exported vs header: $(diff "$work/exports" "$work/api" | grep '^[<>]' | tr '\n' ' ')"
+	fi
+fi
+
 # sanitizer_clean FILE: no ASan/LSan/UBSan report in FILE.
 sanitizer_clean() {
 	! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: UndefinedBehavior' "$1"
@@ -246,7 +269,7 @@ cc_unit() {
 		-Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
 		-I"$NVS_TOP/user" -I"$NVS_TOP/user/sys/libnvsidecar" -I"$NVS_TOP/kmod/uapi" \
 		$(pkg-config --cflags libnl-genl-3.0) -o "$unit/$out" "$@" \
-		"$NVS_TOP"/user/common/*.c "$asan/libnvsidecar.a" $(pkg-config --libs libnl-genl-3.0) \
+		"$NVS_TOP"/user/lib/*.c "$NVS_TOP"/user/cli/{out,gpu,csv,dump}.c "$NVS_TOP"/user/check/record.c "$asan/libnvsidecar.a" $(pkg-config --libs libnl-genl-3.0) \
 		>"$unit/$out.log" 2>&1 || { t_fail "cli-unit-build-$out" "$(head -n 5 "$unit/$out.log" | tr '\n' ' ')"; return 1; }
 }
 

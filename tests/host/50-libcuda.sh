@@ -452,7 +452,7 @@ bad() {	# bad NAME WANT_RC PATTERN CMD... : clear message, exit code, no sanitiz
 hbin=$work/health-test
 if [[ -f $asan/libcuda/health.o ]] &&
    gcc -fsanitize=address,undefined -I"$top/user" -o "$hbin" "$top/tests/libcuda/health-test.c" \
-	"$asan"/libcuda/{health,report,gate,paths,bulk,emu,elf,sha256,manifest,known}.o "$asan/sys/nvdriver.o" "$asan/common/io.o" \
+	"$asan"/libcuda/{health,report,gate,paths,bulk,emu,elf,sha256,manifest,known}.o "$asan/sys/nvdriver.o" "$asan"/lib/{io,env,parse}.o \
 	$(pkg-config --libs capstone unicorn libelf) -lm -lpthread 2>"$work/err"; then
 	health() { "$hbin" "$@" 2>"$work/herr"; }
 	hfield() { cut -f"$1" <<<"$2"; }

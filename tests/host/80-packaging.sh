@@ -48,7 +48,7 @@ elif ! run make -C "$NVS_TOP" --no-print-directory install DESTDIR="$work/root" 
 else
 	r=$work/root
 	missing=
-	for f in usr/local/bin/nvsidecar usr/local/lib/libnvsidecar.so.0 usr/local/lib/libnvsidecar.so \
+	for f in usr/local/bin/nvsidecar usr/local/lib/libnvsidecar.so.1 usr/local/lib/libnvsidecar.so \
 		usr/local/lib/libnvsidecar.a usr/local/include/libnvsidecar.h usr/local/include/nvsidecar.h \
 		usr/src/nvsidecar-$ver/dkms.conf usr/src/nvsidecar-$ver/Kbuild usr/src/nvsidecar-$ver/Makefile \
 		usr/src/nvsidecar-$ver/kmod/main.c usr/src/nvsidecar-$ver/kmod/uapi/nvsidecar.h \

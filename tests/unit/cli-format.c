@@ -97,7 +97,7 @@ int main(int argc, char **argv)
 	out_set_json(!strcmp(m, "json"));
 #if defined(FMT_THERMAL)
 	if (!strcmp(m, "dump")) {
-		print_dump(g, 2);
+		nvs_dump_thermal(g, 2);
 	} else if (!strcmp(m, "json") || !strcmp(m, "table")) {
 		out_begin(true);
 		show(g, 2, true, "\n");

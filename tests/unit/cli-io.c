@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /*
  * Unit tests of the CLI toolkit's hardened I/O and text handling
- * (user/common/io.c, text.c, out.c): atomic output to a regular file, a
+ * (user/lib/io.c, lib/text.c, cli/out.c): atomic output to a regular file, a
  * link, a name of NAME_MAX bytes or "-", and never to a device or a
  * directory; bounded line reading; FIFOs that never hang; escaping for a
  * terminal and for JSON. Prints one line per failed check; exits 1 if any.
@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/io.h"
-#include "common/json.h"
-#include "common/text.h"
+#include "lib/io.h"
+#include "lib/json.h"
+#include "lib/text.h"
 
 static int failures, checks;
 

@@ -9,6 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/csv.h"
+#include "cli/gpu.h"
+#include "lib/busid.h"
+#include "lib/env.h"
+#include "lib/format.h"
+#include "lib/parse.h"
 #include "libnvsidecar.h"
 
 static int failures, checks;
@@ -196,6 +202,66 @@ static void csv_cases(void)
 	free(buf);
 }
 
+/* The one bus-id reader: what sscanf("%x") let through must not pass. */
+static void busid_cases(void)
+{
+	static const struct { const char *s; int ok; uint32_t d; unsigned int b, dev, fn; } c[] = {
+		{ "0000:01:00.0", 1, 0, 1, 0, 0 }, { "01:00.0", 1, 0, 1, 0, 0 },
+		{ "00000000:0A:1f.7", 1, 0, 0xa, 0x1f, 7 }, { "0001:ff:00.1", 1, 1, 0xff, 0, 1 },
+		{ "0x1:00.0", 0, 0, 0, 0, 0 }, { " 01:00.0", 0, 0, 0, 0, 0 }, { "+1:00.0", 0, 0, 0, 0, 0 }, { "-1:00.0", 0, 0, 0, 0, 0 },
+		{ "0000:01:00.0 ", 0, 0, 0, 0, 0 }, { "0000:01:00.0x", 0, 0, 0, 0, 0 }, { "0000:01:20.0", 0, 0, 0, 0, 0 },
+		{ "0000:01:00.8", 0, 0, 0, 0, 0 }, { "0000:100:00.0", 0, 0, 0, 0, 0 }, { "000000000:01:00.0", 0, 0, 0, 0, 0 },
+		{ "1:2:3:4.0", 0, 0, 0, 0, 0 }, { "0000:01:00", 0, 0, 0, 0, 0 }, { "01.0", 0, 0, 0, 0, 0 }, { "", 0, 0, 0, 0, 0 }, { ":01:00.0", 0, 0, 0, 0, 0 },
+		{ "0000:01:00.", 0, 0, 0, 0, 0 }, { "0000::00.0", 0, 0, 0, 0, 0 },
+	};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); ++i) {
+		struct nvs_busid b = { 0 };
+		int r = nvs_busid_parse(c[i].s, &b);
+
+		CHECK((r == 0) == c[i].ok, "busid_parse(\"%s\") = %d", c[i].s, r);
+		CHECK(nvs_bdf_ok(c[i].s) == c[i].ok, "bdf_ok(\"%s\")", c[i].s);
+		CHECK(r || (b.domain == c[i].d && b.bus == c[i].b && b.dev == c[i].dev && b.fn == c[i].fn),
+		      "busid_parse(\"%s\") gave %x:%x:%x.%x", c[i].s, b.domain, b.bus, b.dev, b.fn);
+	}
+	/* CUDA's form against the kernel's; no domain is domain 0 */
+	CHECK(nvs_same_busid("00000000:0A:00.0", "0000:0a:00.0"), "same_busid cuda/kernel");
+	CHECK(nvs_same_busid("0a:00.0", "0000:0a:00.0"), "same_busid short");
+	CHECK(!nvs_same_busid("0001:0a:00.0", "0000:0a:00.0"), "same_busid other domain");
+	CHECK(!nvs_same_busid("0000:0a:00.0 junk", "0000:0a:00.0"), "same_busid trailing junk");
+	CHECK(!nvs_same_busid("", ""), "same_busid empty");
+}
+
+/* One reader per setting: empty is unset everywhere. */
+static void env_cases(void)
+{
+	setenv("NVS_LIBCUDA_STATE", "", 1);
+	CHECK(!strcmp(nvs_env_libcuda_state("/def"), "/def"), "empty NVS_LIBCUDA_STATE is not the default");
+	setenv("NVS_LIBCUDA_STATE", "/st", 1);
+	CHECK(!strcmp(nvs_env_libcuda_state("/def"), "/st"), "NVS_LIBCUDA_STATE ignored");
+	unsetenv("NVS_LIBCUDA_STATE");
+	CHECK(!strcmp(nvs_env_libcuda_state("/def"), "/def"), "unset NVS_LIBCUDA_STATE");
+	setenv("NVS_DOCTOR_ROOT", "", 1);
+	CHECK(!nvs_env_doctor_root(), "empty NVS_DOCTOR_ROOT is a root");
+	setenv("NVSIDECAR_COLOR", "always", 1);
+	CHECK(nvs_env_color() == 1, "NVSIDECAR_COLOR=always");
+	setenv("NVSIDECAR_COLOR", "never", 1);
+	CHECK(nvs_env_color() == 0, "NVSIDECAR_COLOR=never");
+	setenv("NVSIDECAR_COLOR", "", 1);
+	CHECK(nvs_env_color() == -1, "empty NVSIDECAR_COLOR");
+	setenv("NO_COLOR", "", 1);
+	CHECK(!nvs_env_no_color(), "empty NO_COLOR counts (no-color.org: set and not empty)");
+	setenv("NVS_TEST_WRITE_DELAY_MS", "400", 1);
+	CHECK(nvs_env_test_write_delay_ms() == 400, "write delay 400");
+	setenv("NVS_TEST_WRITE_DELAY_MS", "-5", 1);
+	CHECK(nvs_env_test_write_delay_ms() == 0, "negative write delay");
+	setenv("NVS_RDMA_WAKE_DELAY_MS", "10001", 1);
+	CHECK(nvs_env_rdma_wake_delay_ms() == 0, "wake delay over the bound");
+	setenv("NVS_RDMA_TEST_CORRUPT", "1", 1);
+	CHECK(nvs_env_rdma_test_corrupt(), "NVS_RDMA_TEST_CORRUPT=1");
+	setenv("NVS_RDMA_TEST_CORRUPT", "yes", 1);
+	CHECK(!nvs_env_rdma_test_corrupt(), "NVS_RDMA_TEST_CORRUPT=yes");
+}
+
 static void name_cases(void)
 {
 	CHECK(!strcmp(nvs_status_name(NVS_STATUS_OK), "ok"), "status ok");
@@ -211,6 +277,8 @@ static void name_cases(void)
 int main(void)
 {
 	u32_cases();
+	busid_cases();
+	env_cases();
 	u64_size_milli_cases();
 	celsius_cases();
 	duration_cases();

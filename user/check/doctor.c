@@ -24,79 +24,18 @@
 
 #include "check/doctor.h"
 #include "check/topo.h"
-#include "common/exit.h"
-#include "libnvsidecar.h"
+#include "lib/exit.h"
+#include "lib/format.h"
 #include "sys/pci.h"
+#include "libnvsidecar.h"
 
 /* Above this the RTX 5090 throttles while the driver may still say 60 °C. */
 #define HOTSPOT_THROTTLE_MC 100000
 /* "The driver's temperature is not high": this far below the hotspot. */
 #define HIDDEN_GAP_MC 20000
 
-static const char *const result_name[] = { "OK", "WARN", "FAIL", "SKIP" };
-
-const char *nvs_check_result_name(enum nvs_check_result r)
-{
-	return r <= CK_SKIP ? result_name[r] : "?";
-}
-
-void nvs_check_add(struct nvs_checks *c, enum nvs_check_result res, const char *layer, const char *name,
-		   const char *fmt, ...)
-{
-	struct nvs_check *k;
-	va_list ap;
-
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 16;
-		struct nvs_check *v = realloc(c->v, cap * sizeof(*v));
-
-		if (!v) {
-			c->oom = true;
-			return;
-		}
-		c->v = v;
-		c->cap = cap;
-	}
-	k = &c->v[c->n++];
-	memset(k, 0, sizeof(*k));
-	k->res = res;
-	snprintf(k->layer, sizeof(k->layer), "%s", layer);
-	snprintf(k->name, sizeof(k->name), "%s", name);
-	va_start(ap, fmt);
-	vsnprintf(k->msg, sizeof(k->msg), fmt, ap);
-	va_end(ap);
-}
-
-void nvs_check_fix(struct nvs_checks *c, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!c->n || c->oom)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(c->v[c->n - 1].fix, sizeof(c->v[c->n - 1].fix), fmt, ap);
-	va_end(ap);
-}
-
 #define add(...) nvs_check_add(__VA_ARGS__)
 #define fix(...) nvs_check_fix(__VA_ARGS__)
-
-const char *nvs_doctor_path(const struct nvs_doctor_opts *o, const char *path, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s%s", o->root && *o->root ? o->root : "", path);
-	return buf;
-}
-
-const struct nvs_check *nvs_doctor_first(const struct nvs_checks *c, bool strict)
-{
-	for (size_t i = 0; i < c->n; ++i)
-		if (c->v[i].res == CK_FAIL)
-			return &c->v[i];
-	for (size_t i = 0; strict && i < c->n; ++i)
-		if (c->v[i].res == CK_WARN)
-			return &c->v[i];
-	return NULL;
-}
 
 /* ---- module ---- */
 
@@ -452,12 +391,6 @@ static double now_s(clockid_t id)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-void nvs_doctor_opts_init(struct nvs_doctor_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->expect_gpus = -1;
-}
-
 int nvs_doctor_run(const struct nvs_doctor_opts *o, struct nvs_checks *c)
 {
 	struct nvs_gpu_info *gpus = NULL;
@@ -489,11 +422,4 @@ int nvs_doctor_run(const struct nvs_doctor_opts *o, struct nvs_checks *c)
 		return -ENOMEM;
 	}
 	return 0;
-}
-
-void nvs_checks_free(struct nvs_checks *c)
-{
-	free(c->v);
-	free(c->gpus);
-	memset(c, 0, sizeof(*c));
 }

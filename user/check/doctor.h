@@ -12,8 +12,8 @@
 /*
  * The doctor's checks: one record per check, grouped by layer (module,
  * gpu, driver, libcuda, gdr, topology, full), each OK, WARN, FAIL or SKIP
- * with the reason and what to do. Nothing here prints to the terminal;
- * nvs_doctor_textfile() writes node_exporter's textfile.
+ * with the reason and what to do. Nothing here prints: cmd/doctor.c and
+ * cli/prometheus.c render the checks.
  */
 enum nvs_check_result { CK_OK, CK_WARN, CK_FAIL, CK_SKIP };
 
@@ -114,15 +114,6 @@ void nvs_checks_free(struct nvs_checks *c);
 const char *nvs_check_result_name(enum nvs_check_result r);
 /* The check that decides the verdict: the first FAIL (or WARN with strict); NULL if none. */
 const struct nvs_check *nvs_doctor_first(const struct nvs_checks *c, bool strict);
-
-/*
- * node_exporter's textfile for this run into path (a directory gets
- * nvsidecar.prom), atomically. 0, or -errno with err.
- */
-int nvs_doctor_textfile(const struct nvs_checks *c, const struct nvs_doctor_opts *o, bool healthy,
-			const char *path, char *err, size_t errlen);
-/* The same text, to any stream (tests, --textfile -). */
-void nvs_doctor_metrics(FILE *f, const struct nvs_checks *c, const struct nvs_doctor_opts *o, bool healthy);
 
 /* ---- layers, one file each (check/doctor_*.c); c gets their checks ---- */
 struct nvs_handle;

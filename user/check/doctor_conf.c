@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "check/doctor.h"
+#include "lib/parse.h"
 #include "libnvsidecar.h"
 
 static const char *const keys[] = {

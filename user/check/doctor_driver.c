@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 
 #include "check/doctor.h"
-#include "common/gpu.h"
+#include "lib/busid.h"
 #include "libcuda/report.h"
 #include "sys/nvdriver.h"
 #include "sys/nvml.h"

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "check/doctor.h"
-#include "common/exit.h"
+#include "lib/exit.h"
 
 #define add(...) nvs_check_add(__VA_ARGS__)
 #define fix(...) nvs_check_fix(__VA_ARGS__)

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "check/doctor.h"
+#include "lib/env.h"
 #include "libcuda/manifest.h"
 #include "libcuda/report.h"
 
@@ -31,9 +32,7 @@
 
 static const char *state_dir(void)
 {
-	const char *s = getenv("NVS_LIBCUDA_STATE");
-
-	return s && *s ? s : LC_DEFAULT_STATE;
+	return nvs_env_libcuda_state(LC_DEFAULT_STATE);
 }
 
 static const char *first_stale(const struct lc_report *r)

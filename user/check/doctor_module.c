@@ -21,7 +21,7 @@
 
 #include "check/doctor.h"
 #include "check/initramfs.h"
-#include "common/io.h"
+#include "lib/io.h"
 
 #define add(...) nvs_check_add(__VA_ARGS__)
 #define fix(...) nvs_check_fix(__VA_ARGS__)

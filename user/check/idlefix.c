@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include "check/idlefix.h"
-#include "common/gpu.h"
-#include "common/io.h"
+#include "lib/busid.h"
+#include "lib/io.h"
 #include "sys/cuda.h"
 #include "sys/nvml.h"
 

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "check/nccl.h"
-#include "common/io.h"
+#include "lib/io.h"
 
 static const char *const tnames[NVS_NCCL__COUNT] = {
 	[NVS_NCCL_P2P_DIRECT] = "P2P/direct pointer",

@@ -12,13 +12,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/dump.h"
+#include "cli/gpu.h"
+#include "cli/out.h"
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/gpu.h"
-#include "common/out.h"
-#include "libnvsidecar.h"
+#include "lib/busid.h"
+#include "lib/exit.h"
+#include "lib/parse.h"
 #include "sys/cuda.h"
 #include "sys/dmabuf.h"
+#include "libnvsidecar.h"
 
 enum source { SRC_NONE, SRC_CUDA, SRC_UDMABUF, SRC_HEAP, SRC_FD };
 static const char *const source_names[] = {
@@ -300,16 +303,6 @@ static void show(const struct opts *o, const struct origin *org, const struct nv
 		out_text("  %shint%s        %s\n", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN), hint);
 }
 
-static void print_dump(const struct opts *o, const struct nvs_dmabuf_result *r)
-{
-	printf("%s\t%s\t%s\t%" PRIu64 "\t%" PRIu32 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
-	       "\t%s\t0x%" PRIx64 "\t%" PRIu64 "\t%s\t%" PRId32 "\t%s\t%" PRId32 "\n",
-	       source_names[o->source], r->exporter[0] ? r->exporter : "-",
-	       r->importer[0] ? r->importer : "-", r->size, r->nents, r->mapped, r->seg_min,
-	       r->seg_max, nvs_dmabuf_verdict_name(r->verdict), r->bar1_start, r->bar1_len,
-	       nvs_p2p_name(r->p2p), r->p2p_distance, nvs_dmabuf_step_name(r->step), r->err);
-}
-
 /* Returns 0 to run, 1 after --help, or the exit code (reported). */
 static int parse_args(int argc, const char *argv[], struct opts *o)
 {
@@ -454,7 +447,7 @@ static int probe_main(int argc, const char *argv[])
 		code = NVS_EX_OK;
 
 	if (o.dump) {
-		print_dump(&o, &res);
+		nvs_dump_dmabuf(source_names[o.source], &res);
 	} else {
 		out_begin(true);
 		show(&o, &org, &res, code);

@@ -14,9 +14,11 @@
 #include <unistd.h>
 
 #include "check/doctor.h"
+#include "cli/out.h"
+#include "cli/prometheus.h"
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/out.h"
+#include "lib/env.h"
+#include "lib/exit.h"
 
 static const enum out_color colour[] = {
 	[CK_OK] = OUT_GOOD, [CK_WARN] = OUT_WARN, [CK_FAIL] = OUT_ALARM, [CK_SKIP] = OUT_DIM,
@@ -247,7 +249,7 @@ int doctor_main(int argc, const char *argv[])
 		self[n] = 0;
 		o->self = self;
 	}
-	o->root = getenv("NVS_DOCTOR_ROOT");
+	o->root = nvs_env_doctor_root();
 	/* A dead pipe reader (head, a killed Slurm script) must not kill us mid-report. */
 	signal(SIGPIPE, SIG_IGN);
 

@@ -7,11 +7,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "libnvsidecar.h"
+#include "cli/gpu.h"
+#include "cli/out.h"
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/gpu.h"
-#include "common/out.h"
+#include "lib/exit.h"
+#include "lib/format.h"
+#include "lib/parse.h"
+#include "libnvsidecar.h"
 
 
 static volatile sig_atomic_t stop;

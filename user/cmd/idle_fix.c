@@ -10,9 +10,10 @@
 #include <string.h>
 
 #include "check/idlefix.h"
+#include "cli/out.h"
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/out.h"
+#include "lib/exit.h"
+#include "lib/parse.h"
 #include "libnvsidecar.h"
 
 static void usage(FILE *f, const char *prog)

@@ -17,10 +17,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/dump_libcuda.h"
+#include "cli/gpu.h"
+#include "cli/out.h"
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/gpu.h"
-#include "common/out.h"
+#include "lib/busid.h"
+#include "lib/env.h"
+#include "lib/exit.h"
+#include "lib/parse.h"
 #include "libcuda/patch.h"
 #include "libcuda/report.h"
 #include "libcuda/verify.h"
@@ -109,7 +113,7 @@ static int parse(int argc, const char *argv[], struct opts *o, const char *sub)
 	snprintf(usub, sizeof(usub), "libcuda %s", sub);
 	memset(o, 0, sizeof(*o));
 	o->bytes = 2 << 20;
-	o->state = getenv("NVS_LIBCUDA_STATE") ? getenv("NVS_LIBCUDA_STATE") : LC_DEFAULT_STATE;
+	o->state = nvs_env_libcuda_state(LC_DEFAULT_STATE);
 	for (int i = 1; i < argc; ++i) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		uint64_t n;
@@ -342,36 +346,6 @@ static void show_report(const struct lc_report *r)
 	}
 }
 
-/* Stable tab-separated lines for scripts. */
-static void dump_report(const struct lc_report *r)
-{
-	const struct lc_gate *g = &r->g;
-
-	printf("lib\t%s\nsha256\t%s\nversion\t%s\n", r->path, r->sha, r->version);
-	if (r->name_version[0])
-		printf("name_version\t%s\n", r->name_version);
-	if (r->version_mismatch[0])
-		printf("version_mismatch\t%s\n", r->version_mismatch);
-	printf("verdict\t%s\nreason\t%s\n", lc_verdict_name(r->v), r->why);
-	if (g->located)
-		printf("field\t0x%x\nmask\t0x%02x\nglobal\t0x%" PRIx64 "\ndispatcher\t0x%" PRIx64 "\nbranch116\t0x%" PRIx64
-		       "\nbranch124\t0x%" PRIx64 "\n", g->field, g->mask, g->global, g->dispatcher, g->branch[1], g->branch[2]);
-	for (size_t i = 0; i < g->nstores; ++i)
-		printf("store\t0x%" PRIx64 "\t%s\t%s\t%s\n", g->stores[i].addr, lc_effect_name(g->stores[i].orig),
-		       lc_effect_name(g->stores[i].now), g->stores[i].text);
-	for (size_t i = 0; i < g->nstores; ++i)
-		if (g->stores[i].init)
-			printf("initialiser\t0x%" PRIx64 "\n", g->stores[i].addr);
-	for (size_t i = 0; i < g->nplan; ++i)
-		printf("rewrite\t0x%" PRIx64 "\t%s\t%s\n", g->plan[i].off, g->plan[i].from, g->plan[i].to);
-	for (size_t i = 0; i < g->nbulk; ++i)
-		printf("bulk\t0x%" PRIx64 "\t%s\t%" PRIu64 "\t%s%+" PRId64 "\t%s\n", g->bulk[i].addr, g->bulk[i].what,
-		       g->bulk[i].len, g->bulk[i].base, g->bulk[i].at, lc_dest_name(g->bulk[i].dest));
-	for (size_t i = 0; i < r->nstale; ++i)
-		printf("manifest\t%s\t%s\t%s\n", r->stale[i].manifest, r->stale[i].stale ? "stale" : "current",
-		       r->stale[i].reason);
-}
-
 static int cmd_status(const struct opts *o)
 {
 	char path[PATH_MAX], err[PATH_MAX + 256];
@@ -389,7 +363,7 @@ static int cmd_status(const struct opts *o)
 		goto out;
 	}
 	if (o->dump) {
-		dump_report(r);
+		nvs_dump_libcuda(r);
 	} else {
 		out_begin(isatty(STDOUT_FILENO));
 		show_report(r);
@@ -560,7 +534,7 @@ static int cmd_env(const struct opts *o)
 {
 	char dir[PATH_MAX], tmp[PATH_MAX], err[512], v[PATH_MAX + 64];
 	char line[4 * PATH_MAX + 64];
-	const char *llp = getenv("LD_LIBRARY_PATH");
+	const char *llp = nvs_env_ld_library_path();
 	struct lc_stale s;
 	struct stat st;
 	int r;

@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "check/nccl.h"
+#include "cli/out.h"
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/out.h"
+#include "lib/exit.h"
 
 enum { EXP_P2P, EXP_GDR, EXP_DMABUF, EXP_DIRECT, EXP__COUNT };
 static const char *const exp_names[EXP__COUNT] = { "p2p", "gdr", "dmabuf", "direct" };

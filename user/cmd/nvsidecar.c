@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/out.h"
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/out.h"
+#include "lib/exit.h"
 
 static const struct {
 	const char *name;

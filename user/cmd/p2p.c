@@ -11,9 +11,10 @@
 #include <string.h>
 
 #include "check/p2p.h"
+#include "cli/out.h"
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/out.h"
+#include "lib/exit.h"
+#include "lib/parse.h"
 #include "libnvsidecar.h"
 
 static const enum out_color ladder_color[] = {

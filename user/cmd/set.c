@@ -4,11 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libnvsidecar.h"
+#include "cli/gpu.h"
+#include "cli/out.h"
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/gpu.h"
-#include "common/out.h"
+#include "lib/exit.h"
+#include "lib/parse.h"
+#include "libnvsidecar.h"
 
 
 static void show_usage(FILE *f, const char *name)

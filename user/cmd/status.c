@@ -5,11 +5,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "libnvsidecar.h"
+#include "cli/gpu.h"
+#include "cli/out.h"
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/gpu.h"
-#include "common/out.h"
+#include "lib/exit.h"
+#include "lib/format.h"
+#include "libnvsidecar.h"
 
 static void show_usage(FILE *f, const char *name)
 {

@@ -12,19 +12,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "libnvsidecar.h"
+#include "check/record.h"
+#include "cli/csv.h"
+#include "cli/dump.h"
+#include "cli/gpu.h"
+#include "cli/out.h"
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/gpu.h"
-#include "common/io.h"
-#include "common/out.h"
+#include "lib/exit.h"
+#include "lib/format.h"
+#include "lib/io.h"
+#include "lib/parse.h"
+#include "libnvsidecar.h"
 
 
-/*
- * The kernel keeps 1024 samples per GPU (at most 1000 Hz, so at least one
- * second); reading every 100 ms leaves a wide margin for a busy machine.
- */
-#define RECORD_POLL_MS 100
 #define MAX_DURATION_MS (7ULL * 24 * 3600 * 1000)
 
 struct opts {
@@ -80,14 +80,6 @@ static void show_usage(FILE *f, const char *name)
 		"not loaded, 5 samples were lost during --record.\n");
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static void sleep_ms(uint64_t ms)
 {
 	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
@@ -102,25 +94,6 @@ static char *cell(char *buf, size_t len, bool has, int32_t mc)
 	else
 		nvs_format_mc(buf, len, mc);
 	return buf;
-}
-
-static void print_dump(const struct nvs_gpu_info *gpus, size_t n)
-{
-	for (size_t i = 0; i < n; ++i) {
-		const struct nvs_gpu_info *g = &gpus[i];
-
-		for (unsigned int k = 0; k < g->nsensors; ++k) {
-			const struct nvs_sensor_info *s = &g->sensors[k];
-			char v[4][16];
-
-			snprintf(v[0], sizeof(v[0]), s->valid ? "%" PRId32 : "-", s->mc);
-			snprintf(v[1], sizeof(v[1]), s->has_peak ? "%" PRId32 : "-", s->peak);
-			snprintf(v[2], sizeof(v[2]), s->has_low ? "%" PRId32 : "-", s->low);
-			snprintf(v[3], sizeof(v[3]), s->has_max ? "%" PRId32 : "-", s->max);
-			printf("%u\t%s\t%u\t%s\t%d\t%s\t%s\t%s\t%s\t%d\n", g->index, g->busid, s->id,
-			       s->label, s->valid, v[0], v[1], v[2], v[3], s->alarm);
-		}
-	}
 }
 
 /*
@@ -195,7 +168,7 @@ static int snapshot(struct nvs_cli *c, const struct opts *o)
 		return ret;
 	gpus = nvs_cli_gpus(c, &n);
 	if (o->dump) {
-		print_dump(gpus, n);
+		nvs_dump_thermal(gpus, n);
 	} else {
 		out_begin(true);
 		show(gpus, n, false, "\n");
@@ -247,171 +220,63 @@ cleanup:
 	return ret;
 }
 
-struct rec_gpu {
-	uint32_t index;
-	char busid[NVS_BUSID_LEN];
-	uint64_t since;
-	uint64_t lost;
-	uint64_t rows;
-	bool gone;
-	unsigned int nsensors;
-	int col[NVS_MAX_SENSORS];
-};
-
-static int add_columns(struct rec_gpu *r, const struct nvs_gpu_info *g,
-		       const char **labels, size_t *nlabels)
+static int csv_row(void *arg, const struct nvs_rec_gpu *g, const struct nvs_sample_entry *s, size_t nlabels)
 {
-	r->nsensors = g->nsensors;
-	for (unsigned int k = 0; k < g->nsensors; ++k) {
-		const struct nvs_sensor_info *s = &g->sensors[k];
-		size_t c;
-
-		if (s->id >= NVS_MAX_SENSORS)
-			return -1;
-		for (c = 0; c < *nlabels && strcmp(labels[c], s->label); ++c)
-			;
-		if (c == *nlabels) {
-			if (c == NVS_MAX_SENSORS)
-				return -1;
-			labels[(*nlabels)++] = s->label;
-		}
-		r->col[s->id] = (int)c;
-	}
-	return 0;
+	return nvs_csv_row(arg, g->index, s, g->nsensors, g->col, nlabels);
 }
 
-/* A GPU that went away is looked up again by bus id after a rescan. */
-static void find_again(struct nvs_handle *h, struct rec_gpu *r)
+static void gpu_note(void *arg, const struct nvs_rec_gpu *g, bool back)
 {
-	struct nvs_gpu_info *gpus = NULL;
-	size_t n = 0;
-
-	if (nvs_gpu_list(h, &gpus, &n) < 0)
-		return;
-	for (size_t i = 0; i < n; ++i) {
-		if (strcmp(gpus[i].busid, r->busid))
-			continue;
-		r->gone = false;
-		r->index = gpus[i].index;
-		/* A new device starts counting again; take all it has. */
-		if (gpus[i].seq < r->since)
-			r->since = 0;
-		out_note("gpu%u (%s) is back; recording it again", r->index, r->busid);
-		break;
-	}
-	free(gpus);
+	(void)arg;
+	if (back)
+		out_note("gpu%u (%s) is back; recording it again", g->index, g->busid);
+	else
+		out_note("gpu%u (%s) went away; waiting for it to come back", g->index, g->busid);
 }
 
-/* Writes out what samples_get returned, up to end_ns. */
-static int write_rows(FILE *f, struct rec_gpu *r, const struct nvs_samples *s, uint64_t end_ns,
-		      size_t nlabels)
-{
-	for (size_t i = 0; i < s->count; ++i) {
-		if (s->v[i].ts_ns >= end_ns)
-			continue;
-		if (nvs_csv_row(f, r->index, &s->v[i], r->nsensors, r->col, nlabels) < 0)
-			return -1;
-		r->rows++;
-	}
-	return 0;
-}
-
+/* The loop is check/record.c's; this writes its rows as CSV and says what happened. */
 static int record(struct nvs_cli *c, const struct opts *o, struct nvs_ofile *rf)
 {
-	struct nvs_handle *h = c->h;
+	struct nvs_record rec = { .row = csv_row, .note = gpu_note, .arg = rf->f };
 	const struct nvs_gpu_info *gpus;
-	struct nvs_samples s = { 0 };
-	struct rec_gpu *rg = NULL;
-	const char *labels[NVS_MAX_SENSORS];
-	uint64_t start_ns, end_ns, lost = 0, rows = 0;
-	size_t n = 0, nlabels = 0;
-	bool interrupted = false;
 	char err[4096 + 256];
-	int ret = NVS_EX_FAIL;
+	size_t n = 0;
+	int ret;
 
 	ret = nvs_cli_select(c, o->gpu);
 	if (ret)
 		return ret;
-	ret = NVS_EX_FAIL;
 	gpus = nvs_cli_gpus(c, &n);
-	if (!n) {
-		ret = out_fail(NVS_EX_MISSING, "No supported GPU found: nothing to record");
+	ret = nvs_record_init(&rec, c->h, gpus, n);
+	if (ret) {
+		ret = out_fail(ret, "%s", rec.err);
 		goto cleanup;
 	}
-	rg = calloc(n, sizeof(*rg));
-	if (!rg) {
-		ret = out_fail(NVS_EX_FAIL, "Unable to allocate memory: %s", strerror(errno));
-		goto cleanup;
-	}
-	for (size_t i = 0; i < n; ++i) {
-		rg[i].index = gpus[i].index;
-		memcpy(rg[i].busid, gpus[i].busid, sizeof(rg[i].busid));
-		rg[i].since = gpus[i].seq + 1;
-		if (add_columns(&rg[i], &gpus[i], labels, &nlabels) < 0) {
-			ret = out_fail(NVS_EX_FAIL, "Too many distinct sensor labels to record (more than %d)",
-				       NVS_MAX_SENSORS);
-			goto cleanup;
-		}
-	}
-	if (nvs_csv_header(rf->f, labels, nlabels) < 0)
+	if (nvs_csv_header(rf->f, rec.labels, rec.nlabels) < 0)
 		goto write_error;
 
 	catch_signals();
-	start_ns = now_ns();
-	end_ns = start_ns + o->duration_ms * 1000000ULL;
 	out_note("Recording %zu GPU%s for %.3f s to `%s'", n, n == 1 ? "" : "s",
 		 (double)o->duration_ms / 1000, o->record);
-	for (;;) {
-		/* The pass after the deadline (or a signal) drains the rest. */
-		bool last = stop || now_ns() >= end_ns;
-
-		if (stop && !interrupted) {
-			interrupted = true;
-			end_ns = now_ns();
-		}
-		for (size_t i = 0; i < n; ++i) {
-			struct rec_gpu *r = &rg[i];
-
-			if (r->gone)
-				find_again(h, r);
-			if (r->gone)
-				continue;
-			if (nvs_samples_get(h, r->index, r->since, &s) < 0) {
-				if (errno == ENODEV) {
-					out_note("gpu%u (%s) went away; waiting for it to come back",
-						 r->index, r->busid);
-					r->gone = true;
-					continue;
-				}
-				ret = out_fail(nvs_exit_for_errno(errno), "Unable to read the samples of gpu%u: %s",
-					       r->index, nvs_last_error(h));
-				goto cleanup;
-			}
-			r->lost += s.lost;
-			if (write_rows(rf->f, r, &s, end_ns, nlabels) < 0)
-				goto write_error;
-			r->since = s.next;
-		}
-		if (last)
-			break;
-		sleep_ms(RECORD_POLL_MS);
+	ret = nvs_record_run(&rec, o->duration_ms, &stop);
+	if (ret == NVS_RECORD_WRITE)
+		goto write_error;
+	if (ret) {
+		ret = out_fail(ret, "%s", rec.err);
+		goto cleanup;
 	}
 	if (nvs_ofile_commit(rf, err, sizeof(err)) < 0) {
 		ret = out_fail(NVS_EX_FAIL, "%s", err);
 		goto cleanup;
 	}
 
-	for (size_t i = 0; i < n; ++i) {
-		lost += rg[i].lost;
-		rows += rg[i].rows;
-	}
 	out_note("%secorded %" PRIu64 " samples of %zu GPU%s to `%s' in %.3f s, lost %" PRIu64,
-		 interrupted ? "Interrupted: r" : "R", rows, n, n == 1 ? "" : "s", o->record,
-		 (double)(end_ns - start_ns) / 1e9, lost);
-	for (size_t i = 0; lost && i < n; ++i)
-		if (rg[i].lost)
-			out_note("  gpu%u lost %" PRIu64 " samples", rg[i].index, rg[i].lost);
-	if (lost && !o->allow_loss) {
+		 rec.interrupted ? "Interrupted: r" : "R", rec.rows, n, n == 1 ? "" : "s", o->record,
+		 (double)(rec.end_ns - rec.start_ns) / 1e9, rec.lost);
+	for (size_t i = 0; rec.lost && i < n; ++i)
+		if (rec.g[i].lost)
+			out_note("  gpu%u lost %" PRIu64 " samples", rec.g[i].index, rec.g[i].lost);
+	if (rec.lost && !o->allow_loss) {
 		ret = out_fail(NVS_EX_LOST, "Samples were lost: the recorder fell behind the kernel's ring; "
 			       "lower the rate with `%s set GPU sample-hz N' or pass --allow-loss", PROG_NAME);
 	} else {
@@ -422,8 +287,7 @@ static int record(struct nvs_cli *c, const struct opts *o, struct nvs_ofile *rf)
 write_error:
 	ret = out_fail(NVS_EX_FAIL, "Unable to write the recording `%s': %s", o->record, strerror(errno));
 cleanup:
-	nvs_samples_free(&s);
-	free(rg);
+	nvs_record_free(&rec);
 	return ret;
 }
 

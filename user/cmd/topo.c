@@ -11,9 +11,10 @@
 #include <unistd.h>
 
 #include "check/topo.h"
+#include "cli/dump_topo.h"
+#include "cli/out.h"
 #include "cmd/subcommands.h"
-#include "common/exit.h"
-#include "common/out.h"
+#include "lib/exit.h"
 #include "sys/pci.h"
 
 #define MAX_IDS 16
@@ -60,40 +61,6 @@ static void get_param(const struct nvs_pci *p, const char *key, char *out, size_
 }
 
 static const char *const kparams[] = { "iommu", "intel_iommu", "amd_iommu", "pcie_acs_override" };
-
-/* Stable tab-separated lines for scripts: dev, path, pair, finding. */
-static void print_dump(const struct nvs_pci *p, const struct nvs_findings *f, char (*lab)[8])
-{
-	for (size_t i = 0; i < p->n; ++i) {
-		const struct nvs_pci_dev *d = &p->devs[i];
-		int bar = nvs_topo_aperture_bar(d), guard = 64;
-
-		if (!lab[i][0])
-			continue;
-		printf("dev\t%s\t%s\t%04x:%04x\t%d\t%d\t%d\t%d\t%d\t%llu\t%llu\t%d\t%d\t%s\n", lab[i], d->bdf,
-		       d->vendor, d->device, nvs_pcie_gen(d->link.cur_speed), d->link.cur_width,
-		       nvs_pcie_gen(d->link.max_speed), d->link.max_width, bar,
-		       (unsigned long long)nvs_topo_aperture_size(d, bar),
-		       (unsigned long long)(bar >= 0 ? nvs_topo_rebar_max(&d->rebar[bar]) : 0), d->numa_node,
-		       d->iommu_group, d->iommu_type[0] ? d->iommu_type : "-");
-		for (int b = d->parent; b >= 0 && guard--; b = p->devs[b].parent)
-			printf("path\t%s\t%s\t%d\t%04x\n", lab[i], p->devs[b].bdf, p->devs[b].link.port_type,
-			       p->devs[b].acs_present ? p->devs[b].acs_ctrl : 0);
-	}
-	for (size_t a = 0; a < p->n; ++a)
-		for (size_t b = 0; b < p->n; ++b) {
-			int lca;
-
-			if (p->devs[a].role != NVS_ROLE_GPU || b == a || !lab[b][0] ||
-			    (p->devs[b].role == NVS_ROLE_GPU && b < a))
-				continue;
-			printf("pair\t%s\t%s\t%s\n", lab[a], lab[b],
-			       nvs_pci_pair_str(nvs_pci_classify(p, (int)a, (int)b, &lca)));
-		}
-	for (size_t i = 0; i < f->n; ++i)
-		printf("finding\t%s\t%s\t%s\n", f->v[i].sev == NVS_SEV_WARN ? "warning" : "info", f->v[i].id,
-		       f->v[i].where);
-}
 
 static void show_device(const struct nvs_pci *p, size_t i, char (*lab)[8])
 {
@@ -367,7 +334,7 @@ int topo_main(int argc, const char *argv[])
 	}
 	make_labels(&p, lab);
 	if (tsv) {
-		print_dump(&p, &f, lab);
+		nvs_dump_topo(&p, &f, lab);
 	} else {
 		out_begin(true);
 		show(&p, &f, lab);

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/io.h"
+#include "lib/io.h"
 #include "libcuda/manifest.h"
 
 #define MAGIC "nvsidecar-libcuda-manifest"

@@ -38,7 +38,7 @@ struct lc_manifest {
 
 /* 0, -ENOENT when absent, -EINVAL (with err) when malformed. */
 int lc_manifest_read(const char *path, struct lc_manifest *m, char *err, size_t errlen);
-/* Atomic (common/io.h): whole or not at all. */
+/* Atomic (lib/io.h): whole or not at all. */
 int lc_manifest_write(const char *path, const struct lc_manifest *m, char *err, size_t errlen);
 void lc_manifest_free(struct lc_manifest *m);
 

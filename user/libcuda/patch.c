@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/io.h"
+#include "lib/io.h"
 #include "libcuda/patch.h"
 #include "libcuda/report.h"
 #include "libcuda/sha256.h"

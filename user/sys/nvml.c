@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/busid.h"
 #include "sys/nvml.h"
 
 const char *nvs_nvml_strerror(const struct nvs_nvml *n, nvmlReturn_t r)
@@ -105,10 +106,10 @@ int nvs_nvml_driver_version(struct nvs_nvml *n, char *buf, size_t len, char *err
 /* NVML's "00000000:0A:00.0" in the kernel's form "0000:0a:00.0". */
 static void kernel_busid(const nvmlPciInfo_t *p, char *buf, size_t len)
 {
-	unsigned int dom, bus, dev, fn;
+	struct nvs_busid b;
 
-	if (sscanf(p->busId, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) == 4)
-		snprintf(buf, len, "%04x:%02x:%02x.%x", dom, bus, dev, fn);
+	if (!nvs_busid_parse(p->busId, &b))
+		snprintf(buf, len, "%04x:%02x:%02x.%x", b.domain, b.bus, b.dev, b.fn);
 	else
 		snprintf(buf, len, "%04x:%02x:%02x.0", p->domain, p->bus, p->device);
 }

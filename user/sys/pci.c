@@ -12,7 +12,8 @@
 
 #include <pci/pci.h>
 
-#include "common/io.h"
+#include "lib/busid.h"
+#include "lib/io.h"
 #include "sys/pci.h"
 
 #define CFG_MAX 4096
@@ -542,19 +543,14 @@ void nvs_pci_free(struct nvs_pci *p)
 
 const struct nvs_pci_dev *nvs_pci_find(const struct nvs_pci *p, const char *bdf)
 {
-	unsigned int dom = 0, bus, dev, fn;
-	char tail;
+	struct nvs_busid b;
 
-	if (sscanf(bdf, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail) != 4) {
-		dom = 0;
-		if (sscanf(bdf, "%x:%x.%x%c", &bus, &dev, &fn, &tail) != 3)
-			return NULL;
-	}
+	if (nvs_busid_parse(bdf, &b))
+		return NULL;
 	for (size_t i = 0; i < p->n; ++i) {
 		const struct nvs_pci_dev *d = &p->devs[i];
 
-		if ((unsigned int)d->domain == dom && (unsigned int)d->bus == bus &&
-		    (unsigned int)d->dev == dev && (unsigned int)d->func == fn)
+		if ((uint32_t)d->domain == b.domain && d->bus == b.bus && d->dev == b.dev && d->func == b.fn)
 			return d;
 	}
 	return NULL;

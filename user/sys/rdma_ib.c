@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/env.h"
 #include "sys/pci.h"
 #include "sys/rdma_ib.h"
 
@@ -436,13 +437,8 @@ static void wake_delay(void)
 {
 	static long ms = -1;
 
-	if (ms < 0) {
-		const char *e = getenv("NVS_RDMA_WAKE_DELAY_MS");
-
-		ms = e ? strtol(e, NULL, 10) : 0;
-		if (ms < 0 || ms > 10000)
-			ms = 0;
-	}
+	if (ms < 0)
+		ms = nvs_env_rdma_wake_delay_ms();
 	if (ms)
 		nanosleep(&(struct timespec){ ms / 1000, ms % 1000 * 1000000L }, NULL);
 }

@@ -175,44 +175,6 @@ const char *nvs_p2p_name(uint32_t p2p);
 /* The loaded module's version from /sys/module/nvsidecar/version. */
 int nvs_module_version(char *buf, size_t len);
 
-/*
- * Parsing and formatting, shared by the CLI and its unit tests. Parsers
- * return 0 or -EINVAL / -ERANGE and accept surrounding nothing: the whole
- * string must be consumed.
- */
-int nvs_parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out);
-/* Decimal digits only, no sign, space or base prefix; overflow is -ERANGE. */
-int nvs_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
-/*
- * A byte count: digits with an optional binary suffix K, M, G or T (also
- * KiB, MiB, ...; a bare or trailing B is allowed), within [min, max] and a
- * multiple of align (0 or 1: any). A value that would overflow is -ERANGE,
- * never wrapped.
- */
-int nvs_parse_size(const char *s, uint64_t min, uint64_t max, uint64_t align, uint64_t *out);
-/* "0.6", "-1.25", "3" in thousandths within [min, max]; no nan, inf or exponents. */
-int nvs_parse_milli(const char *s, int64_t min, int64_t max, int64_t *out);
-/* "95", "95.5", "-3.25" °C to m°C, within [min_mc, max_mc]. */
-int nvs_parse_celsius(const char *s, int32_t min_mc, int32_t max_mc, int32_t *out);
-/* "30", "1.5", "250ms", "2s", "5m" to milliseconds, within [min_ms, max_ms]. */
-int nvs_parse_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *out);
-/* "gpu3", "3" or a bus id; resolved against gpus. -ENODEV if none matches. */
-int nvs_parse_gpu(const char *s, const struct nvs_gpu_info *gpus, size_t n,
-		  uint32_t *index);
-/* m°C as "-12.345" (exact, trailing zeros trimmed to at least one decimal). */
-char *nvs_format_mc(char *buf, size_t len, int32_t mc);
-
-/*
- * CSV recording format (thermal --record): a header line "gpu,seq,
- * timestamp_ns,<label>,..." over the given column labels, then one row per
- * sample; a cell is the value in m°C, empty when the sensor was not valid
- * or the GPU has no sensor of that label. col_of_sensor[i] is the column
- * (0-based among the labels) of sensor i of that GPU, or -1.
- */
-int nvs_csv_header(FILE *f, const char *const *labels, size_t nlabels);
-int nvs_csv_row(FILE *f, uint32_t gpu, const struct nvs_sample_entry *s,
-		unsigned int nsensors, const int *col_of_sensor, size_t nlabels);
-
 #ifdef __cplusplus
 }
 #endif

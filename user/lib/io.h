@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
-#ifndef COMMON_IO_H
-#define COMMON_IO_H
+#ifndef LIB_IO_H
+#define LIB_IO_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -9,7 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/io.h"
+#include "lib/env.h"
+#include "lib/io.h"
 
 #define TMP_TAG ".nvsidecar-"
 
@@ -240,8 +241,7 @@ void nvs_ofile_discard(struct nvs_ofile *o)
 int nvs_write_atomic(const char *dir, const char *name, const void *buf, size_t len, mode_t mode,
 		     char *err, size_t errlen)
 {
-	const char *d = getenv("NVS_TEST_WRITE_DELAY_MS");
-	long delay = d ? atol(d) : 0;
+	unsigned int delay = nvs_env_test_write_delay_ms();
 	char path[4096 + 256];
 	struct nvs_ofile o;
 	int ret;
@@ -260,7 +260,7 @@ int nvs_write_atomic(const char *dir, const char *name, const void *buf, size_t 
 		}
 		done += chunk;
 		if (delay)	/* tests: widen the window for an interrupted write */
-			usleep(delay * 1000);
+			usleep((useconds_t)delay * 1000);
 	}
 	ret = nvs_ofile_commit(&o, err, errlen);
 out:

@@ -2,7 +2,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "common/text.h"
+#include "lib/text.h"
 
 size_t nvs_utf8_len(const unsigned char *p)
 {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 #include <errno.h>
 
-#include "common/exit.h"
+#include "lib/exit.h"
 
 int nvs_exit_for_errno(int err)
 {

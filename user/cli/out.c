@@ -3,12 +3,13 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "common/color.h"
-#include "common/exit.h"
-#include "common/json.h"
-#include "common/out.h"
-#include "common/text.h"
+#include "cli/out.h"
+#include "lib/env.h"
+#include "lib/exit.h"
+#include "lib/json.h"
+#include "lib/text.h"
 
 const char *PROG_NAME = "nvsidecar";
 
@@ -42,6 +43,19 @@ void out_set_json(bool json)
 bool out_json(void)
 {
 	return st.json;
+}
+
+/*
+ * The one colour decision: only on a terminal, never with NO_COLOR set;
+ * NVSIDECAR_COLOR=always|never overrides both.
+ */
+static bool want_color(void)
+{
+	int m = nvs_env_color();
+
+	if (m >= 0)
+		return m;
+	return !nvs_env_no_color() && isatty(STDOUT_FILENO);
 }
 
 bool out_color_on(void)

@@ -12,7 +12,7 @@
  *   nvsidecar_gpu_info{gpu,busid,model,status,chip}      chip: node_exporter's hwmon chip label
  *   nvsidecar_gpu_driver_temperature_celsius{gpu,busid,chip}   from NVML
  *
- * The file appears whole or not at all (common/io.h: temporary file, fsync,
+ * The file appears whole or not at all (lib/io.h: temporary file, fsync,
  * rename), so the collector never reads half a run.
  */
 #include <errno.h>
@@ -20,8 +20,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "check/doctor.h"
-#include "common/io.h"
+#include "cli/prometheus.h"
+#include "lib/io.h"
 
 static const char *const status_label[] = { "ok", "warn", "fail", "skip" };
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
-#ifndef JSON_H
-#define JSON_H
+#ifndef LIB_JSON_H
+#define LIB_JSON_H
 
 #include <stdbool.h>
 #include <stdint.h>

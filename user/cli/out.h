@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
-#ifndef COMMON_OUT_H
-#define COMMON_OUT_H
+#ifndef CLI_OUT_H
+#define CLI_OUT_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
-#ifndef COMMON_TEXT_H
-#define COMMON_TEXT_H
+#ifndef LIB_TEXT_H
+#define LIB_TEXT_H
 
 #include <stddef.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
-#ifndef COMMON_GPU_H
-#define COMMON_GPU_H
+#ifndef CLI_GPU_H
+#define CLI_GPU_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -25,7 +25,9 @@ struct nvs_cli {
  * the module is asked, so a typo is a usage error (exit 2) everywhere.
  */
 bool nvs_gpu_spec_ok(const char *s);
-bool nvs_bdf_ok(const char *s);
+/* "gpu3", "3" or a bus id; resolved against gpus. -ENODEV if none matches. */
+int nvs_parse_gpu(const char *s, const struct nvs_gpu_info *gpus, size_t n,
+		  uint32_t *index);
 
 /*
  * Opens the family; with list, reads every GPU too, and with want (a GPU
@@ -44,8 +46,5 @@ static inline const struct nvs_gpu_info *nvs_cli_gpus(const struct nvs_cli *c, s
 	return c->sel ? c->sel : c->gpus;
 }
 void nvs_cli_close(struct nvs_cli *c);
-
-/* Same PCI function? CUDA writes "00000000:0A:00.0", the kernel "0000:0a:00.0". */
-bool nvs_same_busid(const char *a, const char *b);
 
 #endif

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 #include <math.h>
 
-#include "common/json.h"
-#include "common/text.h"
+#include "lib/json.h"
+#include "lib/text.h"
 
 void json_init(struct json *j, FILE *f, bool pretty)
 {

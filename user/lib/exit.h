@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
-#ifndef COMMON_EXIT_H
-#define COMMON_EXIT_H
+#ifndef LIB_EXIT_H
+#define LIB_EXIT_H
 
 /*
  * One exit-code table for every subcommand (nvsidecar(8), EXIT STATUS).

@@ -5,23 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/exit.h"
-#include "common/gpu.h"
-#include "common/out.h"
-
-/* [DDDD:]BB:DD.F in hex, as lspci and sysfs write it (CUDA pads the domain to 8). */
-bool nvs_bdf_ok(const char *s)
-{
-	unsigned int d, b, dev, f;
-	int used = 0;
-
-	if (!s || strlen(s) > 16 || !isxdigit((unsigned char)*s))
-		return false;
-	if (sscanf(s, "%x:%x:%x.%x%n", &d, &b, &dev, &f, &used) == 4 && !s[used])
-		return b < 256 && dev < 32 && f < 8;
-	used = 0;
-	return sscanf(s, "%x:%x.%x%n", &b, &dev, &f, &used) == 3 && !s[used] && b < 256 && dev < 32 && f < 8;
-}
+#include "cli/gpu.h"
+#include "cli/out.h"
+#include "lib/busid.h"
+#include "lib/exit.h"
+#include "lib/parse.h"
 
 bool nvs_gpu_spec_ok(const char *s)
 {
@@ -34,15 +22,6 @@ bool nvs_gpu_spec_ok(const char *s)
 	if (*p && strspn(p, "0123456789") == strlen(p) && strlen(p) <= 9)
 		return true;
 	return p == s && nvs_bdf_ok(s);
-}
-
-bool nvs_same_busid(const char *a, const char *b)
-{
-	unsigned int d1, b1, s1, f1, d2, b2, s2, f2;
-
-	return sscanf(a, "%x:%x:%x.%x", &d1, &b1, &s1, &f1) == 4 &&
-	       sscanf(b, "%x:%x:%x.%x", &d2, &b2, &s2, &f2) == 4 &&
-	       d1 == d2 && b1 == b2 && s1 == s2 && f1 == f2;
 }
 
 int nvs_cli_relist(struct nvs_cli *c)
@@ -98,4 +77,35 @@ void nvs_cli_close(struct nvs_cli *c)
 	free(c->gpus);
 	nvs_close(c->h);
 	memset(c, 0, sizeof(*c));
+}
+
+int nvs_parse_gpu(const char *s, const struct nvs_gpu_info *gpus, size_t n,
+		  uint32_t *index)
+{
+	uint32_t want;
+	const char *p = s;
+
+	if (!s || !*s)
+		return -(errno = EINVAL);
+	if (!strncmp(p, "gpu", 3))
+		p += 3;
+	if (!nvs_parse_u32(p, 0, UINT32_MAX, &want)) {
+		for (size_t i = 0; i < n; ++i) {
+			if (gpus[i].index == want) {
+				*index = want;
+				return 0;
+			}
+		}
+		return -(errno = ENODEV);
+	}
+	for (size_t i = 0; i < n; ++i) {
+		/* "01:00.0" names domain 0's "0000:01:00.0". */
+		if (!strcasecmp(gpus[i].busid, s) ||
+		    (!strncmp(gpus[i].busid, "0000:", 5) && !strcasecmp(gpus[i].busid + 5, s))) {
+			*index = gpus[i].index;
+			return 0;
+		}
+	}
+	errno = strchr(s, ':') ? ENODEV : EINVAL;
+	return -errno;
 }

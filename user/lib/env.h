@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0 OR MIT */
+#ifndef LIB_ENV_H
+#define LIB_ENV_H
+
+#include <stdbool.h>
+
+/*
+ * Every environment setting the helper reads, one reader each, so each
+ * has one meaning. The rule for all of them: an empty value is the same
+ * as not set (`NVS_X= cmd' in a script must not mean "the empty path").
+ * The settings the libcuda engine reads itself (NVS_LIBCUDA_DEBUG,
+ * NVS_LIBCUDA_TIMING) and the driver-version file stay with their
+ * readers for now.
+ */
+
+/* A setting by name: NULL when unset or empty. The readers below use it. */
+const char *nvs_env(const char *name);
+
+/* NVS_LIBCUDA_STATE: where `libcuda patch' keeps its state (def when unset). */
+const char *nvs_env_libcuda_state(const char *def);
+/* NVS_DOCTOR_ROOT: the prefix doctor reads /boot, /lib/modules... under (tests); NULL: "/". */
+const char *nvs_env_doctor_root(void);
+/* LD_LIBRARY_PATH, for `libcuda env'; NULL when unset or empty. */
+const char *nvs_env_ld_library_path(void);
+/* NVSIDECAR_COLOR: 1 always, 0 never, -1 unset or anything else (decide by terminal). */
+int nvs_env_color(void);
+/* NO_COLOR (no-color.org): set and not empty. */
+bool nvs_env_no_color(void);
+/* Test hooks, read once per use; invalid or out-of-range values are 0. */
+/* NVS_TEST_WRITE_DELAY_MS: pause before an atomic rename, [0, 60000]. */
+unsigned int nvs_env_test_write_delay_ms(void);
+/* NVS_RDMA_WAKE_DELAY_MS: delay before a completion wake-up, [0, 10000]. */
+unsigned int nvs_env_rdma_wake_delay_ms(void);
+/* NVS_RDMA_TEST_CORRUPT=1: flip a byte to prove verification fails. */
+bool nvs_env_rdma_test_corrupt(void);
+
+#endif
