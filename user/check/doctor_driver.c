@@ -22,29 +22,6 @@
 #define add(...) nvs_check_add(__VA_ARGS__)
 #define fix(...) nvs_check_fix(__VA_ARGS__)
 
-/* The kernel driver's version: one reader for every command (sys/nvdriver.h). */
-static bool kernel_driver_version(char *ver, size_t len)
-{
-	return nvs_nvdriver_version(ver, len);
-}
-
-/* "575.64.03" from ".../libcuda.so.575.64.03". */
-static bool libcuda_version(const char *path, char *ver, size_t len)
-{
-	const char *b = strrchr(path, '/');
-	size_t n;
-
-	b = b ? b + 1 : path;
-	if (strncmp(b, "libcuda.so.", 11))
-		return false;
-	b += 11;
-	n = strlen(b);
-	if (!n || n >= len || !strchr(b, '.') || strspn(b, "0123456789.") != n)
-		return false;
-	memcpy(ver, b, n + 1);
-	return true;
-}
-
 static void check_libcuda_version(struct nvs_checks *c, const struct nvs_doctor_opts *o, const char *kver)
 {
 	const char *path, *err;
@@ -58,7 +35,7 @@ static void check_libcuda_version(struct nvs_checks *c, const struct nvs_doctor_
 			    NVS_DOCTOR_CONF);
 		return;
 	}
-	if (!libcuda_version(path, lver, sizeof(lver))) {
+	if (!nvs_nvdriver_libcuda_version(path, lver, sizeof(lver))) {
 		add(c, CK_WARN, "driver", "driver-libcuda", "%s does not name its version (libcuda.so.VERSION)", path);
 		fix(c, "Point lib in %s at the driver's libcuda.so.VERSION", NVS_DOCTOR_CONF);
 	} else if (!kver[0]) {
@@ -118,7 +95,7 @@ void nvs_doctor_driver(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 {
 	char kver[64];
 
-	if (!kernel_driver_version(kver, sizeof(kver))) {
+	if (!nvs_nvdriver_version(kver, sizeof(kver))) {
 		if (o->driver_version[0]) {
 			add(c, CK_FAIL, "driver", "driver-loaded", "no NVIDIA kernel driver loaded, %s expected",
 			    o->driver_version);

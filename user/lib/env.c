@@ -34,6 +34,29 @@ const char *nvs_env_doctor_root(void)
 	return nvs_env("NVS_DOCTOR_ROOT");
 }
 
+const char *nvs_env_nvidia_version_file(void)
+{
+	return nvs_env("NVS_NVIDIA_VERSION_FILE");
+}
+
+const char *nvs_env_libcuda_debug(void)
+{
+	return nvs_env("NVS_LIBCUDA_DEBUG");
+}
+
+bool nvs_env_libcuda_timing(void)
+{
+	return nvs_env("NVS_LIBCUDA_TIMING") != NULL;
+}
+
+long nvs_env_test_libcuda_drop_rewrite(void)
+{
+	const char *v = nvs_env("NVS_TEST_LIBCUDA_DROP_REWRITE");
+	uint32_t n;
+
+	return v && !nvs_parse_u32(v, 0, 1u << 20, &n) ? (long)n : -1;
+}
+
 const char *nvs_env_ld_library_path(void)
 {
 	return nvs_env("LD_LIBRARY_PATH");

@@ -8,9 +8,6 @@
  * Every environment setting the helper reads, one reader each, so each
  * has one meaning. The rule for all of them: an empty value is the same
  * as not set (`NVS_X= cmd' in a script must not mean "the empty path").
- * The settings the libcuda engine reads itself (NVS_LIBCUDA_DEBUG,
- * NVS_LIBCUDA_TIMING) and the driver-version file stay with their
- * readers for now.
  */
 
 /* A setting by name: NULL when unset or empty. The readers below use it. */
@@ -22,6 +19,12 @@ const char *nvs_env_libcuda_state(const char *def);
 const char *nvs_env_doctor_root(void);
 /* LD_LIBRARY_PATH, for `libcuda env'; NULL when unset or empty. */
 const char *nvs_env_ld_library_path(void);
+/* NVS_NVIDIA_VERSION_FILE: a file read instead of /proc/driver/nvidia/version (tests). */
+const char *nvs_env_nvidia_version_file(void);
+/* NVS_LIBCUDA_DEBUG: the gate analysis explains itself on stderr; the value, if hex, names one store. */
+const char *nvs_env_libcuda_debug(void);
+/* NVS_LIBCUDA_TIMING: the gate analysis prints its phase times on stderr. */
+bool nvs_env_libcuda_timing(void);
 /* NVSIDECAR_COLOR: 1 always, 0 never, -1 unset or anything else (decide by terminal). */
 int nvs_env_color(void);
 /* NO_COLOR (no-color.org): set and not empty. */
@@ -29,6 +32,9 @@ bool nvs_env_no_color(void);
 /* Test hooks, read once per use; invalid or out-of-range values are 0. */
 /* NVS_TEST_WRITE_DELAY_MS: pause before an atomic rename, [0, 60000]. */
 unsigned int nvs_env_test_write_delay_ms(void);
+/* NVS_TEST_LIBCUDA_DROP_REWRITE: index of a planned rewrite `patch' leaves out, so the
+ * re-check of the written image has something to catch; -1 when unset or invalid. */
+long nvs_env_test_libcuda_drop_rewrite(void);
 /* NVS_RDMA_WAKE_DELAY_MS: delay before a completion wake-up, [0, 10000]. */
 unsigned int nvs_env_rdma_wake_delay_ms(void);
 /* NVS_RDMA_TEST_CORRUPT=1: flip a byte to prove verification fails. */

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/env.h"
 #include "libcuda/bulk.h"
 #include "libcuda/emu.h"
 #include "libcuda/gate.h"
@@ -1566,7 +1567,7 @@ static int qualify_inits(struct ctx *c)
 			continue;
 		}
 		snprintf(s->note, sizeof(s->note), "not an initialiser: %s", why);
-		if (getenv("NVS_LIBCUDA_DEBUG"))
+		if (nvs_env_libcuda_debug())
 			fprintf(stderr, "init 0x%" PRIx64 ": %s\n", s->addr, s->note);
 		s->init = s->init_or = false;
 		if (s->has_mask_or)
@@ -1691,7 +1692,7 @@ static int plan(struct ctx *c)
 					s->or_imm = (uint8_t)(c->insn->detail->x86.operands[1].imm >> (8 * -s->lo));
 					if (add_plan(g, &rw) < 0)
 						return refuse(g, "Out of memory");
-				} else if (getenv("NVS_LIBCUDA_DEBUG")) {
+				} else if (nvs_env_libcuda_debug()) {
 					fprintf(stderr, "init 0x%" PRIx64 ": %s\n", s->addr, why);
 				}
 			}
@@ -1717,7 +1718,7 @@ static int plan(struct ctx *c)
 					continue;
 				rw.store = s->addr;
 				if (!try_rewrite(c, k, &rw, true, why, sizeof(why))) {
-					if (getenv("NVS_LIBCUDA_DEBUG"))
+					if (nvs_env_libcuda_debug())
 						fprintf(stderr, "init 0x%" PRIx64 " at 0x%" PRIx64 ": %s\n", s->addr, rw.vaddr, why);
 				} else {
 					s->init_or = true;
@@ -1778,7 +1779,7 @@ static int plan(struct ctx *c)
 						      s->addr, err);
 				s->now = classify(&o, m);
 			}
-			if (getenv("NVS_LIBCUDA_DEBUG") && strtoull(getenv("NVS_LIBCUDA_DEBUG"), NULL, 16) == s->addr)
+			if (nvs_env_libcuda_debug() && strtoull(nvs_env_libcuda_debug(), NULL, 16) == s->addr)
 				for (size_t i = 0; i < o.n; ++i)
 					fprintf(stderr, "now %zu r=%d v=%02x p=%02x q=%02x | orig r=%d v=%02x p=%02x q=%02x\n", i,
 						o.reached[i], o.v[i], o.p[i], o.q[i], w->orig.reached[i], w->orig.v[i],
@@ -1887,13 +1888,13 @@ int lc_gate_analyse(const struct lc_elf *e, struct lc_gate *g)
 		refuse(g, "Out of memory");
 		goto out;
 	}
-	if (getenv("NVS_LIBCUDA_TIMING")) {
+	if (nvs_env_libcuda_timing()) {
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		fprintf(stderr, "located+scanned: %.3f s\n", (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 	}
 	build_windows(&c);
 	scan_rel32(&c);
-	if (getenv("NVS_LIBCUDA_TIMING")) {
+	if (nvs_env_libcuda_timing()) {
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		fprintf(stderr, "windows: %.3f s\n", (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 	}

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/env.h"
 #include "lib/io.h"
 #include "libcuda/patch.h"
 #include "libcuda/report.h"
@@ -67,11 +68,9 @@ static int stream_image(FILE *f, const struct lc_report *r, bool plan, char sha[
 	size_t size = r->elf.size, dropped = 0;
 	struct lc_sha256 c;
 	/* tests: a write that does not do what the plan says, for the re-check to catch */
-	const char *t = getenv("NVS_TEST_LIBCUDA_DROP_REWRITE");
-	long drop = f && t ? atol(t) : -1;
+	long drop = f ? nvs_env_test_libcuda_drop_rewrite() : -1;
 	/* tests: widen the window for an interrupted write, as nvs_write_atomic does */
-	const char *d = getenv("NVS_TEST_WRITE_DELAY_MS");
-	long delay = f && d ? atol(d) : 0;
+	long delay = f ? (long)nvs_env_test_write_delay_ms() : 0;
 	int fd = open(r->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	long long data = -1;	/* the next data at or after the block, once looked up */
 	int ret = 0;

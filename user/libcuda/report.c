@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "lib/env.h"
 #include "libcuda/report.h"
 #include "libcuda/sha256.h"
 #include "sys/nvdriver.h"
@@ -155,7 +156,7 @@ static size_t find_manifests(const char *lib, const char *state, struct lc_stale
 {
 	char dirs[64][4096], path[4200], tmp[4096], *save = NULL, *tok;
 	size_t nd = 0, n = 0;
-	const char *llp = getenv("LD_LIBRARY_PATH");
+	const char *llp = nvs_env_ld_library_path();
 	char err[256];
 
 	*have_beside = false;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/env.h"
 #include "sys/nvdriver.h"
 
 static bool is_version(const char *p, size_t n)
@@ -53,7 +54,7 @@ bool nvs_nvdriver_parse_line(const char *line, char *ver, size_t len)
 
 bool nvs_nvdriver_version(char *ver, size_t len)
 {
-	const char *file = getenv("NVS_NVIDIA_VERSION_FILE");
+	const char *file = nvs_env_nvidia_version_file();
 	char line[512];
 	FILE *f;
 
