@@ -26,8 +26,10 @@
 
 /*
  * Blackwell (GB20x) die sensors: six consecutive words, CH0..CH3 then the
- * hardware maximum ("hotspot") and average. Low 16 bits in 1/256 °C.
+ * hardware maximum ("hotspot") and average. Low 16 bits in 1/256 °C, bit
+ * 30 set when the word holds a sample (see nvs_decode()).
  */
+#define FIX8_VALID		BIT(30)
 #define GB20X_CH(n)		(0xad0a90 + 4 * (n))
 #define GB20X_HWMAX		0xad0aa0
 #define GB20X_HWAVG		0xad0aa4
@@ -86,7 +88,6 @@
 #define NV_MEM_LEN		0x14
 #define NV_MEM_STRAP		0x900200
 #define NV_MEM_STRAP_CLAMSHELL	BIT(22)
-#define GB202_MEM_BCAST		0x9a24c0
 
 u32 nvs_mem_word(unsigned int part, unsigned int k)
 {
@@ -115,14 +116,20 @@ u32 nvs_mem_status(unsigned int part)
 	DIE("ch3", GB20X_CH(3))
 
 /*
+ * "mem" on GB20x: the hottest chip. Not the broadcast register 0x9a24c0
+ * (gddr6 names it ..._DQ_IC0_SUBP0): it has no validity word of its own,
+ * and a summary register is used only with one.
+ */
+#define GB20X_MEM_MAX	{ .label = "mem", .decode = NVS_DEC_MR,		\
+			  .kind = NVS_KIND_MODULE_MAX }
+
+/*
  * GB202: 8 partitions, 16 chips. No back-side rows: 6 die sensors, mem and
  * 32 chips would not fit NVS_MAX_SENSORS (32, uapi), and the one GB202
  * board listed (RTX 5090) has no back side.
  */
 static const struct nvs_chip_sensor gb202_sensors[] = {
-	GB20X_DIE,
-	{ .label = "mem", .off = GB202_MEM_BCAST,
-	  .decode = NVS_DEC_MR_BCAST, .kind = NVS_KIND_MODULE_MAX },
+	GB20X_DIE, GB20X_MEM_MAX,
 	MEMCHIP(0), MEMCHIP(1), MEMCHIP(2), MEMCHIP(3),
 	MEMCHIP(4), MEMCHIP(5), MEMCHIP(6), MEMCHIP(7),
 	MEMCHIP(8), MEMCHIP(9), MEMCHIP(10), MEMCHIP(11),
@@ -133,18 +140,14 @@ static const struct nvs_chip_window gb202_windows[] = {
 	WIN(GB20X_CH(0), GB20X_DIE_LEN),
 	MEMWIN(0), MEMWIN(1), MEMWIN(2), MEMWIN(3),
 	MEMWIN(4), MEMWIN(5), MEMWIN(6), MEMWIN(7),
-	WIN(GB202_MEM_BCAST, 4),
 };
 
 /*
  * GB203 (4 partitions) and GB205 (3): the die block as on GB202 (TB and
  * PawnIO read it at 0xad0a90 there; LACT #1114 read 0x45c with the driver
  * unbound, which this module never reads); the memory blocks as on GB202,
- * per gddr7-temp's partition counts. "mem" is the hottest chip: no summary
- * register with a validity word is known on these chips.
+ * per gddr7-temp's partition counts.
  */
-#define GB20X_MEM_MAX	{ .label = "mem", .decode = NVS_DEC_MR,		\
-			  .kind = NVS_KIND_MODULE_MAX }
 
 static const struct nvs_chip_sensor gb203_sensors[] = {
 	GB20X_DIE, GB20X_MEM_MAX,
@@ -416,7 +419,14 @@ bool nvs_decode(enum nvs_decode dec, u32 raw, u32 vraw, s32 *mc)
 
 	switch (dec) {
 	case NVS_DEC_FIX8:
-		/* 0 is an idle register, above 150 °C no silicon survives */
+		/*
+		 * Bit 30 says the channel holds a sample (PawnIO.Modules
+		 * Nvidia.p, pull requests #78 and #83; gddr7-temp): without
+		 * it the low bits are stale or a power-on value. 0 is an idle
+		 * register, above 150 °C no silicon survives.
+		 */
+		if (!(raw & FIX8_VALID))
+			return false;
 		v = raw & 0xffff;
 		if (!v || v > 150 * 256)
 			return false;

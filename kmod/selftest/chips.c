@@ -16,11 +16,15 @@ struct nvs_decode_case {
 
 static const struct nvs_decode_case nvs_decode_cases[] __initconst = {
 	/* Blackwell die: low 16 bits in 1/256 °C, 0 and > 150 °C are not */
-	{ NVS_DEC_FIX8, 0x00005a37, 0, true, 90215 },
-	{ NVS_DEC_FIX8, 0x00a14f80, 0, true, 79500 },	/* junk in 31:16 */
-	{ NVS_DEC_FIX8, 0x00000001, 0, true, 4 },
-	{ NVS_DEC_FIX8, 150 * 256, 0, true, 150000 },
-	{ NVS_DEC_FIX8, 150 * 256 + 1, 0, false, 0 },
+	/* ... and bit 30 set: the channel holds a sample */
+	{ NVS_DEC_FIX8, 0x40005a37, 0, true, 90215 },
+	{ NVS_DEC_FIX8, 0x40a14f80, 0, true, 79500 },	/* junk in 31:16 */
+	{ NVS_DEC_FIX8, 0x40000001, 0, true, 4 },
+	{ NVS_DEC_FIX8, 0x40000000 | 150 * 256, 0, true, 150000 },
+	{ NVS_DEC_FIX8, 0x40000000 | (150 * 256 + 1), 0, false, 0 },
+	{ NVS_DEC_FIX8, 0x40000000, 0, false, 0 },
+	{ NVS_DEC_FIX8, 0x00005a37, 0, false, 0 },	/* no bit 30 */
+	{ NVS_DEC_FIX8, 0x80a15a37, 0, false, 0 },
 	{ NVS_DEC_FIX8, 0x00000000, 0, false, 0 },
 	{ NVS_DEC_FIX8, 0xffffffff, 0, false, 0 },
 	{ NVS_DEC_FIX8, 0xbadf1234, 0, false, 0 },

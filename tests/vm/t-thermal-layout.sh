@@ -6,6 +6,8 @@
 # hottest valid slot of its pair, GB202's 8 partitions, the clamshell back
 # side from the strap, invalid chips shown without a number, absent ones
 # hidden; and the reads a memory pass costs, with mmio_reads as witness.
+# Item 2: a GB20x die word needs bit 30; "mem" uses no summary register
+# without a validity word of its own.
 set -u
 
 genl() { python3 -S "$NVS_TOP/tests/vm/tools/nvs_genl.py" "$@"; }
@@ -52,6 +54,18 @@ if ((p > 0 && r == p * 28)); then
 else
 	t_fail layout-gb202-reads-a-pass "$r reads in $p passes (want 28 a pass: 6 die + 22 memory)"
 fi
+
+# --- item 2: validity as the public readers agree ---------------------------
+# A GB20x die word without bit 30 holds no sample: that channel only goes.
+sim 0 set ch2 0x00004b1a
+wait_for 3 '[[ $(read_err "$(hw_temp "$h" ch2)_input") == "No data available" ]]'
+t_eq layout-die-needs-bit30 "$(read_err "$(hw_temp "$h" ch2)_input") $(read_err "$(hw_temp "$h" ch0)_input")" \
+	"No data available 90215"
+# No chip with a reading: "mem" has no number; the broadcast register
+# (0x9a24c0, no validity word of its own; 56 °C here) is not used.
+sim 0 validity-off
+wait_for 3 '[[ $(read_err "$(hw_temp "$h" mem0)_input") == "No data available" ]]'
+t_eq layout-mem-no-summary-without-validity "$(read_err "$(hw_temp "$h" mem)_input")" "No data available"
 nvs_unload
 
 # --- GA102 clamshell: the back side in bits 31:24 (fixture ga102-clam) -----

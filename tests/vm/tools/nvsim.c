@@ -51,6 +51,7 @@
 #define GB_NCHIP	(2 * GB_NPART)
 #define GB_BCAST	0x9a24c0u
 #define GDDR7_VALID	0x0f000000u
+#define DIE_VALID	0x40000000u	/* GB20x die word holds a sample */
 #define NV_STRAP	0x900200u
 #define NV_STRAP_CLAMSHELL 0x00400000u
 /* Ampere/Ada */
@@ -111,7 +112,7 @@ static uint32_t die_raw(double c)
 
 	if (v < 0 || v > 0xffff)
 		die("%.3f °C does not fit a die register", c);
-	return (uint32_t)v;
+	return DIE_VALID | (uint32_t)v;
 }
 
 static uint32_t gddr7_raw(double c)
@@ -277,12 +278,12 @@ struct fixture_reg {
 };
 
 static const struct fixture_reg fix_gb202_die[] = {
-	{ GB_CH(0), 0x00005a37 },	/* 90.21484375 °C */
-	{ GB_CH(1), 0x00a14f80 },	/* 79.5 °C, junk in 31:16 */
-	{ GB_CH(2), 0x00004b1a },	/* 75.1015625 °C */
-	{ GB_CH(3), 0x00004cf3 },	/* 76.94921875 °C */
-	{ GB_HWMAX, 0x00005c40 },	/* 92.25 °C */
-	{ GB_HWAVG, 0x00004f4d },	/* 79.30078125 °C */
+	{ GB_CH(0), 0x40005a37 },	/* 90.21484375 °C, bit 30: sampled */
+	{ GB_CH(1), 0x40a14f80 },	/* 79.5 °C, junk in 29:16 */
+	{ GB_CH(2), 0x40004b1a },	/* 75.1015625 °C */
+	{ GB_CH(3), 0x40004cf3 },	/* 76.94921875 °C */
+	{ GB_HWMAX, 0x40005c40 },	/* 92.25 °C */
+	{ GB_HWAVG, 0x40004f4d },	/* 79.30078125 °C */
 };
 
 /*
@@ -620,7 +621,8 @@ static void cmd_counter(struct opts *o)
 	for (k = 0; k < n; k++) {
 		sleep_until(t0 + k * period);
 		raw = o->base + (uint32_t)(k % 0x2000);
-		wr(off, raw);
+		/* the log keeps the count; a die register also says "sampled" */
+		wr(off, kind == 'd' ? DIE_VALID | raw : raw);
 		if (log) {
 			t = now_ns();
 			fprintf(log, "%llu %llu %u\n", (unsigned long long)k,
