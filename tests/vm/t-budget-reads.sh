@@ -130,6 +130,22 @@ else
 fi
 nvs_unload
 
+# --- AD102 with all 12 chips (6 partitions, no back side) at the defaults --
+# ada sets hotspot and junction; gb202-full then puts 12 valid chips in
+# partitions 0-5 and clears the strap: 1 die read (hotspot) a pass, 31 a
+# memory pass (junction + 6 x 5), so 50 x 1 + 1 x 31 = 81 reads a second.
+sim 0 fixture ada
+sim 0 fixture gb202-full
+nvs_load sim=1af4:1110:2:ad102 || { t_fail budget-load-ad102 "insmod failed"; exit 0; }
+c=$(sim_class 0)
+wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
+nvs_sleep 1
+read -r r p rate < <(window 5)
+echo "defaults, AD102 with 12 chips: $r reads in $p passes over 5 s: $rate reads/s"
+echo "budget defaults ad102-12 reads_per_s=$rate" >>"$NVS_OUT/budget.txt"
+composition budget-ad102-default-composition "$r" "$p" 1 31 50 0
+nvs_unload
+
 # --- sample_hz 0: on demand for every reader, within the default budget ----
 sim 0 fixture gb202-full
 nvs_load sample_hz=0 || { t_fail budget-load-ondemand "insmod failed"; exit 0; }
