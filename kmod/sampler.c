@@ -33,8 +33,9 @@
  * What "unavailable" means:
  *   - status "asleep": runtime-suspended or not in D0; nothing was read.
  *   - status "unavailable": channel offline, decoding off, config space
- *     unreadable, the die block read all-ones (device gone or resetting),
- *     or no sensor decoded to a plausible value.
+ *     unreadable, a die register read all-ones (fallen off the bus or
+ *     resetting: passes then back off, see nvs_dead_backoff()), or no
+ *     sensor decoded to a plausible value.
  *   - a single sensor is invalid (hwmon -ENODATA) when its value is
  *     all-ones, 0xBADFxxxx, fails its validity register or is implausible.
  * Passes of the first two kinds count in gpu->unavailable and add nothing
@@ -350,13 +351,34 @@ static void nvs_reprobe(struct nvs_gpu *gpu, u64 now)
 }
 
 /*
+ * The die read all-ones: the GPU fell off the bus (Xid 79; it stays bound
+ * while nvidia-persistenced holds it, open-gpu-kernel-modules nv.c) or is
+ * in a reset its driver started without the locks nvs_access_begin() can
+ * see (nvidia.ko's FLR on the last close, os_pci_trigger_flr()). Every
+ * read of a lost GPU may stall for a PCIe completion timeout, so passes
+ * back off: the next one after one sampling period, then twice that, up
+ * to NVS_DEAD_PROBE_MAX_MS, one register read each. The first pass that
+ * reads something ends the backoff.
+ */
+static void nvs_dead_backoff(struct nvs_gpu *gpu, u64 now)
+{
+	unsigned int hz = READ_ONCE(gpu->sample_hz) ?: NVS_ONDEMAND_HZ;
+	u64 delay = NSEC_PER_SEC / hz;
+
+	delay <<= min(gpu->dead_streak, 16U);
+	delay = min_t(u64, delay, NVS_DEAD_PROBE_MAX_MS * NSEC_PER_MSEC);
+	gpu->dead_streak++;
+	gpu->dead_until_ns = now + delay;
+}
+
+/*
  * One pass over the recipe; mem: also read the memory sensors. The caller
  * holds gpu->lock, so nothing unmaps the windows meanwhile.
  */
 static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 {
 	const struct nvs_chip_sensor *cs = gpu->chip->sensors;
-	bool all_ones = true, any_die = false, rpm, ok;
+	bool dead = false, rpm, ok;
 	struct nvs_mem_rd mrd = {};
 	unsigned int i, nvalid = 0;
 	int hottest = -1;
@@ -372,6 +394,9 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 		gpu->last_mem_ns = now;
 	if (!nvs_may_sample(gpu))
 		return;
+	/* backing off from a GPU that read all-ones: nothing read, status kept */
+	if (gpu->dead_until_ns && now < gpu->dead_until_ns)
+		return;
 	if (!nvs_access_begin(gpu, &rpm)) {
 		/*
 		 * The last readings are no longer current: report them as
@@ -382,27 +407,35 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 		return;
 	}
 
-	/* die first: all-ones there means the device is gone or resetting */
+	/*
+	 * Die first: the first all-ones die register ends the pass, as no
+	 * die word of a GPU that answers is all-ones (bit 30 and a 16-bit
+	 * value at most 150 °C, or an 8-bit hotspot).
+	 */
 	bitmap_zero(rd, NVS_MAX_SENSORS);
 	for (i = 0; i < gpu->nsensors; i++) {
 		if (cs[i].kind != NVS_KIND_DIE)
 			continue;
 		raw = nvs_read(gpu, cs[i].off);
-		any_die = true;
-		if (raw != ~0U)
-			all_ones = false;
+		if (raw == ~0U) {
+			dead = true;
+			break;
+		}
 		ok = nvs_decode(cs[i].decode, raw, 0, &mc);
 		nvs_update(gpu, i, ok, mc);
 		__set_bit(i, rd);
 	}
-	if (any_die && all_ones) {
+	if (dead) {
 		nvs_access_end(gpu, rpm);
 		gpu->unavailable++;
 		nvs_invalidate(gpu);
+		nvs_dead_backoff(gpu, now);
 		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE,
-				   "device returned all-ones");
+				   "all-ones (fallen off the bus or in reset)");
 		return;
 	}
+	gpu->dead_streak = 0;
+	gpu->dead_until_ns = 0;
 
 	for (i = 0; mem && i < gpu->nsensors; i++) {
 		switch (cs[i].kind) {
@@ -500,6 +533,8 @@ void nvs_sample_probe_modules(struct nvs_gpu *gpu)
 	lockdep_assert_held(&gpu->lock);
 	gpu->ndormant = 0;
 	gpu->reprobe_shift = 0;
+	gpu->dead_streak = 0;		/* a new attach starts without backoff */
+	gpu->dead_until_ns = 0;
 	for (i = 0; i < gpu->nsensors; i++) {
 		gpu->sensor[i].dormant = false;
 		/* back sides stay hidden until the strap says they exist */
