@@ -29,7 +29,9 @@
 #include <unistd.h>
 
 #define GB_CH0		0xad0a90u
-#define GB_MEM(p)	(0x9024c0u + (p) * 0x4000u)
+/* chip n: slots n % 2 and n % 2 + 2 of partition n / 2 (kmod/chips.c) */
+#define GB_SLOT(n)	(0x9024c0u + (n) / 2 * 0x4000u + (n) % 2 * 4u)
+#define GB_STATUS(n)	(0x9024c0u + (n) / 2 * 0x4000u + 0x10u)
 #define GB_BCAST	0x9a24c0u
 #define MAXS		64
 
@@ -38,7 +40,7 @@ struct sensor {
 	char path[512];
 	uint32_t off;
 	int is_mem;		/* 2 °C code in 23:16; else 1/256 °C in 15:0 */
-	int p;			/* module number, -1: broadcast or die */
+	int p;			/* DRAM chip number, -1: broadcast or die */
 };
 
 static struct sensor s[MAXS];
@@ -90,7 +92,7 @@ static int label_off(struct sensor *x)
 		return 0;
 	}
 	if (sscanf(x->label, "mem%d", &x->p) == 1 && x->p >= 0 && x->p < 16) {
-		x->off = GB_MEM(x->p);
+		x->off = GB_SLOT(x->p);
 		return 0;
 	}
 	return -1;
@@ -162,13 +164,28 @@ static long devmem_pass(int memfd, uint64_t bar, long *vals)
 			die("Unable to map /dev/mem at", "BAR2");
 		vals[i] = decode(&s[i], *(volatile uint32_t *)((char *)m + (addr - base)));
 		munmap(m, page);
+		if (s[i].p >= 0) {
+			/* the chip's paired slot, 8 bytes on: the hotter wins */
+			long v2;
+
+			addr += 8;
+			base = addr & ~(uint64_t)(page - 1);
+			m = mmap(NULL, page, PROT_READ, MAP_SHARED, memfd, (off_t)base);
+			if (m == MAP_FAILED)
+				die("Unable to map /dev/mem at", "BAR2");
+			v2 = decode(&s[i], *(volatile uint32_t *)((char *)m + (addr - base)));
+			munmap(m, page);
+			if (v2 > vals[i])
+				vals[i] = v2;
+		}
 		sum += vals[i];
 	}
 	return sum;
 }
 
-/* The sampler's registers: die block, each present module's data and
- * validity words, the broadcast word. */
+/* The sampler's registers: die block, each present chip's two slots and
+ * its partition's status word (the module reads that once for both chips),
+ * the broadcast word. */
 static uint32_t readl_pass(volatile uint32_t *r, int *nreads)
 {
 	uint32_t acc = 0;
@@ -179,8 +196,9 @@ static uint32_t readl_pass(volatile uint32_t *r, int *nreads)
 		acc ^= r[s[i].off / 4];
 		(*nreads)++;
 		if (s[i].p >= 0) {
-			acc ^= r[(s[i].off + 0x10) / 4];
-			(*nreads)++;
+			acc ^= r[(s[i].off + 8) / 4];
+			acc ^= r[GB_STATUS(s[i].p) / 4];
+			*nreads += 2;
 		}
 	}
 	return acc;

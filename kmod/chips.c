@@ -12,65 +12,92 @@
 
 #define DIE(l, o)	{ .label = l, .off = o, .decode = NVS_DEC_FIX8, \
 			  .kind = NVS_KIND_DIE }
-#define MEMMOD(p)	{ .label = "mem" #p, .off = NV_MEM(p), \
-			  .valid_off = NV_MEM_VALID(p), \
-			  .decode = NVS_DEC_MR, .kind = NVS_KIND_MODULE }
+/* DRAM chip n: chip n % 2 of partition n / 2; "memNb" its back side */
+#define MEMCHIP(n)	{ .label = "mem" #n, .off = NV_MEM((n) / 2), \
+			  .valid_off = NV_MEM_VALID((n) / 2), \
+			  .decode = NVS_DEC_MR, .kind = NVS_KIND_MODULE, \
+			  .part = (n) / 2, .chip = (n) % 2 }
+#define MEMBACK(n)	{ .label = "mem" #n "b", .off = NV_MEM((n) / 2), \
+			  .valid_off = NV_MEM_VALID((n) / 2), \
+			  .decode = NVS_DEC_MR, .kind = NVS_KIND_MODULE, \
+			  .part = (n) / 2, .chip = (n) % 2, .back = true }
 #define WIN(o, l)	{ .off = o, .len = l }
 #define MEMWIN(p)	WIN(NV_MEM(p), NV_MEM_LEN)
 
 /*
  * Blackwell (GB20x) die sensors: six consecutive words, CH0..CH3 then the
- * hardware maximum ("hotspot") and average. Low 16 bits in 1/256 °C.
+ * hardware maximum ("hotspot") and average. Low 16 bits in 1/256 °C, bit
+ * 30 set when the word holds a sample (see nvs_decode()).
  */
+#define FIX8_VALID		BIT(30)
 #define GB20X_CH(n)		(0xad0a90 + 4 * (n))
 #define GB20X_HWMAX		0xad0aa0
 #define GB20X_HWAVG		0xad0aa4
 #define GB20X_DIE_LEN		0x18
 
 /*
- * Per-module memory temperatures, Ampere (GA10x), Ada (AD10x) and
- * Blackwell (GB20x): one block per frame-buffer partition p at
- * 0x9024c0 + p * 0x4000. Word 0 of the block holds the DRAM's mode-register
- * temperature code in bits 23:16 (°C = 2 * min(code, 80) - 40); the word at
- * +0x10 holds one "sampled" bit per data word of the block in bits 31:24,
- * bit 24 for word 0. A partition the board does not have reads 0xBADFxxxx.
+ * Per-chip memory temperatures, Ampere (GA10x), Ada (AD10x) and Blackwell
+ * (GB20x). None of this is NVIDIA documentation: it is the public readers'
+ * reverse-engineering (landscape.md, "Field facts, 2026-12"), and the
+ * GB203/GB205 layout and the per-slot pairing below are unconfirmed on a
+ * real card until tests/device/run's raw partition dump settles them.
  *
- * What the public readers do, and what is implemented here:
- *   - PawnIO.Modules Nvidia.p (namazso, 2026): reads this block on chips
- *     0x17x (Ampere), 0x19x (Ada) and 0x1bx (Blackwell) from PMC_BOOT_0;
- *     data words at +0x0/+0x4/+0x8/+0xc (and four more at 0x901348 + p *
- *     0x4000), mask word at +0x10, bit 24 + k valid for data word k; skips
- *     0xBADFxxxx and all-ones in either word; °C = (code - 20) * 2.
- *   - LACT (the 2026 pull request adding NVIDIA memory modules, as
- *     summarised in landscape.md): same block and decode, status bits
- *     24-27 at +0x10, codes clamped at 0x50, a second code in bits 31:24
- *     for the back side of clamshell boards (strap 0x900200 bit 22).
- *   - gddr7-temp (sunnyyangyangyang, kernel hwmon module): Blackwell only,
- *     8 partitions read, all four bits 27:24 required; on Ampere/Ada it
- *     reads only the junction register 0xe2a8.
- *   - gpuwatch / gddr6 (olealgoritme): 0xe2a8 (0xee50 on RTX 3070) for
- *     GDDR6X, bits 11:0 / 32; GDDR7 modules with the nibble 27:24 = 0xf.
- *   - TB (see landscape.md): GB202, codes valid 21..80, strap 0x9a0200
- *     bit 22 selecting a clamshell layout.
- *   - TechPowerUp (GPU-Z) shows one "Memory Junction Temperature" per card
- *     and publishes no register layout.
- * Validity: this module requires word 0's own bit (bit 24), PawnIO's rule,
- * and not all four bits 27:24. Both agree whenever all four are set; where
- * a board sets fewer (fewer data words sampled in a partition), the
- * four-bit rule would hide a module whose word 0 was sampled, and a real
- * module must not be dropped. A validity word that is itself 0xBADFxxxx
- * or all-ones (whose bit 24 happens to be set) never validates, nor does a
- * code below 21 (2 °C: a zeroed register), so an absent or poisoned
- * partition never shows a number. Only word 0 is read (one data and one
- * validity read per module and memory pass, see sampler.c for the
- * budget): on boards where another word of the partition is hotter, memN
- * is a lower bound. tests/vm/t-review-modules.sh drives each rule with
- * the nvsim fixture "ada-g6x", one partition per case.
+ * One block per frame-buffer partition p at 0x9024c0 + p * 0x4000: four
+ * data words at +0x0, +0x4, +0x8, +0xc and a status word at +0x10 whose
+ * bits 24..27 say data word 0..3 holds a sample. A partition drives two
+ * DRAM chips (one 64-bit partition, two 32-bit chips):
+ *   - chip 0 is read from the slot pair +0x0 (status bit 24) / +0x8 (bit
+ *     26), chip 1 from +0x4 (bit 25) / +0xc (bit 27); each chip's value is
+ *     the hottest valid slot of its pair;
+ *   - code in bits 23:16, °C = 2 * min(code, 0x50) - 40; on clamshell
+ *     boards (strap 0x900200 bit 22) the back-side chip mirroring it
+ *     reports its code in bits 31:24 of the same word;
+ *   - a data word that is 0, all-ones or 0xBADFxxxx, or whose code is 0
+ *     or 0xFF, is not a reading; neither is a code below 21 (2 °C), which
+ *     only a zeroed register gives;
+ *   - a status word that is itself all-ones or 0xBADFxxxx (whose bit 24
+ *     happens to be set) means the partition is not on the board: both
+ *     its chips are absent (no hwmon channel). A chip whose every sampled
+ *     slot reads all-ones or 0xBADFxxxx is absent too; one without a
+ *     sampled slot is shown, without a number.
+ * The partition count follows the bus width, 64 bits a partition: GB202 8,
+ * GB203 4, GB205 3, AD102 6, AD103 4, AD104 3, GA102 6. No read goes past
+ * the last partition: gddr7-temp warns that reading past GB202's 8 can hit
+ * reserved MMIO.
+ *
+ * Which public reader each rule follows:
+ *   - slot pairing, status bits 24..27, the 0x50 clamp, the back side in
+ *     bits 31:24 and the strap: LACT's NvAPI per-module reader
+ *     (lact-daemon nvidia/nvapi.rs read_vram_temps, pull request #1125,
+ *     "tested on Ampere, Ada and Blackwell") and PawnIO.Modules Nvidia.p
+ *     (pull request #89, "tested on RTX 5090"); TB reads the GB202 strap at
+ *     0x9a0200 instead, unreconciled;
+ *   - data 0 / ~0 / 0xBADFxxxx and codes 0 / 0xFF as non-readings: PawnIO
+ *     and LACT (both skip them);
+ *   - the partition counts: gddr7-temp offsets.yaml (RTX 5090: 8, "verified
+ *     on real hardware"; 5080/5070 Ti 4; 5070 3) and bus width / 64 for
+ *     Ampere/Ada;
+ *   - PawnIO also reads a second bank at 0x901348 + p * 0x4000; no other
+ *     reader does, and it is not read here.
+ * A memory pass reads a partition's status word once, then only the slots
+ * of its shown chips whose status bit is set: at most 5 reads for the two
+ * chips of a partition and their back sides (sampler.c, the budget).
  */
 #define NV_MEM(p)		(0x9024c0 + (p) * 0x4000)
 #define NV_MEM_VALID(p)		(NV_MEM(p) + 0x10)
 #define NV_MEM_LEN		0x14
-#define GB202_MEM_BCAST		0x9a24c0
+#define NV_MEM_STRAP		0x900200
+#define NV_MEM_STRAP_CLAMSHELL	BIT(22)
+
+u32 nvs_mem_word(unsigned int part, unsigned int k)
+{
+	return NV_MEM(part) + 4 * k;
+}
+
+u32 nvs_mem_status(unsigned int part)
+{
+	return NV_MEM_VALID(part);
+}
 
 /*
  * Ampere/Ada: memory junction (bits 11:0, 1/32 °C; 0xee50 on RTX 3070
@@ -80,42 +107,72 @@
 #define GA104_MEM		0xee50
 #define ADA_HOTSPOT		0x2046c
 
+#define GB20X_DIE							\
+	DIE("hotspot", GB20X_HWMAX),					\
+	DIE("average", GB20X_HWAVG),					\
+	DIE("ch0", GB20X_CH(0)),					\
+	DIE("ch1", GB20X_CH(1)),					\
+	DIE("ch2", GB20X_CH(2)),					\
+	DIE("ch3", GB20X_CH(3))
+
+/*
+ * "mem" on GB20x: the hottest chip. Not the broadcast register 0x9a24c0
+ * (gddr6 names it ..._DQ_IC0_SUBP0): it has no validity word of its own,
+ * and a summary register is used only with one.
+ */
+#define GB20X_MEM_MAX	{ .label = "mem", .decode = NVS_DEC_MR,		\
+			  .kind = NVS_KIND_MODULE_MAX }
+
+/*
+ * GB202: 8 partitions, 16 chips. No back-side rows: 6 die sensors, mem and
+ * 32 chips would not fit NVS_MAX_SENSORS (32, uapi), and the one GB202
+ * board listed (RTX 5090) has no back side.
+ */
 static const struct nvs_chip_sensor gb202_sensors[] = {
-	DIE("hotspot", GB20X_HWMAX),
-	DIE("average", GB20X_HWAVG),
-	DIE("ch0", GB20X_CH(0)),
-	DIE("ch1", GB20X_CH(1)),
-	DIE("ch2", GB20X_CH(2)),
-	DIE("ch3", GB20X_CH(3)),
-	{ .label = "mem", .off = GB202_MEM_BCAST,
-	  .decode = NVS_DEC_MR_BCAST, .kind = NVS_KIND_MODULE_MAX },
-	MEMMOD(0), MEMMOD(1), MEMMOD(2), MEMMOD(3),
-	MEMMOD(4), MEMMOD(5), MEMMOD(6), MEMMOD(7),
-	MEMMOD(8), MEMMOD(9), MEMMOD(10), MEMMOD(11),
-	MEMMOD(12), MEMMOD(13), MEMMOD(14), MEMMOD(15),
+	GB20X_DIE, GB20X_MEM_MAX,
+	MEMCHIP(0), MEMCHIP(1), MEMCHIP(2), MEMCHIP(3),
+	MEMCHIP(4), MEMCHIP(5), MEMCHIP(6), MEMCHIP(7),
+	MEMCHIP(8), MEMCHIP(9), MEMCHIP(10), MEMCHIP(11),
+	MEMCHIP(12), MEMCHIP(13), MEMCHIP(14), MEMCHIP(15),
 };
 
 static const struct nvs_chip_window gb202_windows[] = {
 	WIN(GB20X_CH(0), GB20X_DIE_LEN),
 	MEMWIN(0), MEMWIN(1), MEMWIN(2), MEMWIN(3),
 	MEMWIN(4), MEMWIN(5), MEMWIN(6), MEMWIN(7),
-	MEMWIN(8), MEMWIN(9), MEMWIN(10), MEMWIN(11),
-	MEMWIN(12), MEMWIN(13), MEMWIN(14), MEMWIN(15),
-	WIN(GB202_MEM_BCAST, 4),
 };
 
-/* GB203/GB205: the die block is confirmed there; the memory layout is not. */
-static const struct nvs_chip_sensor gb20x_sensors[] = {
-	DIE("hotspot", GB20X_HWMAX),
-	DIE("average", GB20X_HWAVG),
-	DIE("ch0", GB20X_CH(0)),
-	DIE("ch1", GB20X_CH(1)),
-	DIE("ch2", GB20X_CH(2)),
-	DIE("ch3", GB20X_CH(3)),
+/*
+ * GB203 (4 partitions) and GB205 (3): the die block as on GB202 (TB and
+ * PawnIO read it at 0xad0a90 there; LACT #1114 read 0x45c with the driver
+ * unbound, which this module never reads); the memory blocks as on GB202,
+ * per gddr7-temp's partition counts.
+ */
+
+static const struct nvs_chip_sensor gb203_sensors[] = {
+	GB20X_DIE, GB20X_MEM_MAX,
+	MEMCHIP(0), MEMCHIP(1), MEMCHIP(2), MEMCHIP(3),
+	MEMCHIP(4), MEMCHIP(5), MEMCHIP(6), MEMCHIP(7),
+	MEMBACK(0), MEMBACK(1), MEMBACK(2), MEMBACK(3),
+	MEMBACK(4), MEMBACK(5), MEMBACK(6), MEMBACK(7),
 };
 
-static const struct nvs_chip_window gb20x_windows[] = {
+static const struct nvs_chip_window gb203_windows[] = {
 	WIN(GB20X_CH(0), GB20X_DIE_LEN),
+	MEMWIN(0), MEMWIN(1), MEMWIN(2), MEMWIN(3),
+	WIN(NV_MEM_STRAP, 4),
+};
+
+static const struct nvs_chip_sensor gb205_sensors[] = {
+	GB20X_DIE, GB20X_MEM_MAX,
+	MEMCHIP(0), MEMCHIP(1), MEMCHIP(2), MEMCHIP(3), MEMCHIP(4), MEMCHIP(5),
+	MEMBACK(0), MEMBACK(1), MEMBACK(2), MEMBACK(3), MEMBACK(4), MEMBACK(5),
+};
+
+static const struct nvs_chip_window gb205_windows[] = {
+	WIN(GB20X_CH(0), GB20X_DIE_LEN),
+	MEMWIN(0), MEMWIN(1), MEMWIN(2),
+	WIN(NV_MEM_STRAP, 4),
 };
 
 #define ADA_HOT								\
@@ -139,64 +196,81 @@ ADA_SENSORS(ga104, GA104_MEM);
 
 /*
  * GeForce boards of these chips carry GDDR6X, whose DRAMs report their
- * temperature: one module per 32-bit partition of the full chip, 12 on
- * the 384-bit GA102 and AD102, 8 on AD103 (256-bit), 6 on AD104
- * (192-bit). Partitions a board has fused off (e.g. a 320-bit RTX 3080)
- * read 0xBADFxxxx and are hidden. "mem" stays the junction register.
+ * temperature: two chips per 64-bit partition, 12 on the 384-bit GA102
+ * and AD102 (6 partitions), 8 on AD103 (4), 6 on AD104 (3), and as many
+ * again on the back of clamshell boards (RTX 3090: 24). Chips a board
+ * does not carry (a 320-bit RTX 3080) read 0xBADFxxxx and are hidden.
+ * "mem" stays the junction register.
  */
 static const struct nvs_chip_sensor g6x12_sensors[] = {
 	ADA_HOT, ADA_JUNCTION(ADA_MEM),
-	MEMMOD(0), MEMMOD(1), MEMMOD(2), MEMMOD(3), MEMMOD(4), MEMMOD(5),
-	MEMMOD(6), MEMMOD(7), MEMMOD(8), MEMMOD(9), MEMMOD(10), MEMMOD(11),
+	MEMCHIP(0), MEMCHIP(1), MEMCHIP(2), MEMCHIP(3), MEMCHIP(4), MEMCHIP(5),
+	MEMCHIP(6), MEMCHIP(7), MEMCHIP(8), MEMCHIP(9), MEMCHIP(10), MEMCHIP(11),
+	MEMBACK(0), MEMBACK(1), MEMBACK(2), MEMBACK(3), MEMBACK(4), MEMBACK(5),
+	MEMBACK(6), MEMBACK(7), MEMBACK(8), MEMBACK(9), MEMBACK(10), MEMBACK(11),
 };
 
 static const struct nvs_chip_window g6x12_windows[] = {
 	WIN(ADA_HOTSPOT, 4), WIN(ADA_MEM, 4),
 	MEMWIN(0), MEMWIN(1), MEMWIN(2), MEMWIN(3), MEMWIN(4), MEMWIN(5),
-	MEMWIN(6), MEMWIN(7), MEMWIN(8), MEMWIN(9), MEMWIN(10), MEMWIN(11),
+	WIN(NV_MEM_STRAP, 4),
 };
 
 static const struct nvs_chip_sensor g6x8_sensors[] = {
 	ADA_HOT, ADA_JUNCTION(ADA_MEM),
-	MEMMOD(0), MEMMOD(1), MEMMOD(2), MEMMOD(3),
-	MEMMOD(4), MEMMOD(5), MEMMOD(6), MEMMOD(7),
+	MEMCHIP(0), MEMCHIP(1), MEMCHIP(2), MEMCHIP(3),
+	MEMCHIP(4), MEMCHIP(5), MEMCHIP(6), MEMCHIP(7),
+	MEMBACK(0), MEMBACK(1), MEMBACK(2), MEMBACK(3),
+	MEMBACK(4), MEMBACK(5), MEMBACK(6), MEMBACK(7),
 };
 
 static const struct nvs_chip_window g6x8_windows[] = {
 	WIN(ADA_HOTSPOT, 4), WIN(ADA_MEM, 4),
 	MEMWIN(0), MEMWIN(1), MEMWIN(2), MEMWIN(3),
-	MEMWIN(4), MEMWIN(5), MEMWIN(6), MEMWIN(7),
+	WIN(NV_MEM_STRAP, 4),
 };
 
 static const struct nvs_chip_sensor g6x6_sensors[] = {
 	ADA_HOT, ADA_JUNCTION(ADA_MEM),
-	MEMMOD(0), MEMMOD(1), MEMMOD(2), MEMMOD(3), MEMMOD(4), MEMMOD(5),
+	MEMCHIP(0), MEMCHIP(1), MEMCHIP(2), MEMCHIP(3), MEMCHIP(4), MEMCHIP(5),
+	MEMBACK(0), MEMBACK(1), MEMBACK(2), MEMBACK(3), MEMBACK(4), MEMBACK(5),
 };
 
 static const struct nvs_chip_window g6x6_windows[] = {
 	WIN(ADA_HOTSPOT, 4), WIN(ADA_MEM, 4),
-	MEMWIN(0), MEMWIN(1), MEMWIN(2), MEMWIN(3), MEMWIN(4), MEMWIN(5),
+	MEMWIN(0), MEMWIN(1), MEMWIN(2),
+	WIN(NV_MEM_STRAP, 4),
 };
 
-#define CHIP(var, n, sim, s, w)						\
+#define RECIPE(var, n, sim, s, w, parts, strap)				\
 static const struct nvs_chip var = {					\
 	.name = n, .sim_name = sim,					\
 	.sensors = s, .nsensors = ARRAY_SIZE(s),			\
 	.windows = w, .nwindows = ARRAY_SIZE(w),			\
+	.nparts = parts, .strap_off = strap,				\
 }
+/* no memory partitions read */
+#define CHIP(var, n, sim, s, w)	RECIPE(var, n, sim, s, w, 0, 0)
 
-CHIP(chip_gb202, "gb202", "GeForce RTX 5090", gb202_sensors, gb202_windows);
-CHIP(chip_gb203, "gb203", "GeForce RTX 5080", gb20x_sensors, gb20x_windows);
-CHIP(chip_gb205, "gb205", "GeForce RTX 5070", gb20x_sensors, gb20x_windows);
-/* GeForce (GDDR6X, per-module rows) and professional (GDDR6) variants */
-CHIP(chip_ad102, "ad102", "GeForce RTX 4090", g6x12_sensors, g6x12_windows);
+RECIPE(chip_gb202, "gb202", "GeForce RTX 5090", gb202_sensors, gb202_windows,
+       8, 0);
+RECIPE(chip_gb203, "gb203", "GeForce RTX 5080", gb203_sensors, gb203_windows,
+       4, NV_MEM_STRAP);
+RECIPE(chip_gb205, "gb205", "GeForce RTX 5070", gb205_sensors, gb205_windows,
+       3, NV_MEM_STRAP);
+/* GeForce (GDDR6X, per-chip rows) and professional (GDDR6) variants */
+RECIPE(chip_ad102, "ad102", "GeForce RTX 4090", g6x12_sensors, g6x12_windows,
+       6, NV_MEM_STRAP);
 CHIP(chip_ad102gl, "ad102gl", "RTX 6000 Ada Generation", ada_sensors, ada_windows);
-CHIP(chip_ad103, "ad103", "GeForce RTX 4080", g6x8_sensors, g6x8_windows);
-CHIP(chip_ad104, "ad104", "GeForce RTX 4070", g6x6_sensors, g6x6_windows);
+RECIPE(chip_ad103, "ad103", "GeForce RTX 4080", g6x8_sensors, g6x8_windows,
+       4, NV_MEM_STRAP);
+RECIPE(chip_ad104, "ad104", "GeForce RTX 4070", g6x6_sensors, g6x6_windows,
+       3, NV_MEM_STRAP);
 CHIP(chip_ad104gl, "ad104gl", "L4", ada_sensors, ada_windows);
 CHIP(chip_ad106, "ad106", "GeForce RTX 4070 Laptop", ada_sensors, ada_windows);
 CHIP(chip_ad107, "ad107", "GeForce RTX 4060 Laptop", ada_sensors, ada_windows);
-CHIP(chip_ga102, "ga102", "GeForce RTX 3090", g6x12_sensors, g6x12_windows);
+RECIPE(chip_ga102, "ga102", "GeForce RTX 3090", g6x12_sensors, g6x12_windows,
+       6, NV_MEM_STRAP);
 CHIP(chip_ga102gl, "ga102gl", "RTX A5000", ada_sensors, ada_windows);
 CHIP(chip_ga106, "ga106", "RTX A2000", ada_sensors, ada_windows);
 /* GA104 as the RTX 3070 has the junction register elsewhere; A4000 does not */
@@ -275,17 +349,65 @@ const struct nvs_chip_id *nvs_chip_by_id(u16 vendor, u16 device)
 /* GDDR mode-register code: 2 °C steps from -40 °C; above 80 reads as 80. */
 #define MR_CODE_MIN		21	/* 2 °C: below is a zeroed register */
 #define MR_CODE_MAX		80
-#define MR_WORD0_SAMPLED	BIT(24)	/* see "Per-module memory" above */
+#define MR_CODE_NONE		0xff	/* no sample: PawnIO and LACT skip it */
+#define MR_SAMPLED(k)		BIT(24 + (k))	/* status bit of word k */
 
-static bool decode_mr_code(u32 raw, s32 *mc)
+static bool decode_code(u32 code, s32 *mc)
 {
-	u32 code = (raw >> 16) & 0xff;
-
-	if (code < MR_CODE_MIN)
+	if (code < MR_CODE_MIN || code == MR_CODE_NONE)
 		return false;
 	code = min_t(u32, code, MR_CODE_MAX);
 	*mc = (2 * (s32)code - 40) * 1000;
 	return true;
+}
+
+static bool decode_mr_code(u32 raw, s32 *mc)
+{
+	return decode_code((raw >> 16) & 0xff, mc);
+}
+
+static bool mr_word_dead(u32 raw)
+{
+	return raw == ~0U || nvs_raw_poison(raw);
+}
+
+/* See "Per-chip memory temperatures" above for each rule and its source. */
+enum nvs_module_state nvs_decode_module(u32 status, const u32 w[4], u8 have,
+					unsigned int chip, bool back, s32 *mc)
+{
+	unsigned long slots = NVS_CHIP_SLOTS(chip & 1);
+	bool sampled = false, dead = true, any = false;
+	unsigned int k;
+	s32 t, best = 0;
+
+	if (mr_word_dead(status))
+		return NVS_MODULE_ABSENT;
+	for_each_set_bit(k, &slots, 4) {
+		u32 raw = w[k];
+
+		if (!(status & MR_SAMPLED(k)) || !(have & BIT(k)))
+			continue;
+		sampled = true;
+		if (mr_word_dead(raw))
+			continue;
+		dead = false;
+		if (!raw ||
+		    !decode_code(back ? raw >> 24 : (raw >> 16) & 0xff, &t))
+			continue;
+		if (!any || t > best)
+			best = t;
+		any = true;
+	}
+	if (any) {
+		*mc = best;
+		return NVS_MODULE_OK;
+	}
+	return sampled && dead ? NVS_MODULE_ABSENT : NVS_MODULE_INVALID;
+}
+
+bool nvs_strap_clamshell(u32 strap)
+{
+	return !mr_word_dead(strap) && (strap & NV_MEM_STRAP_CLAMSHELL);
 }
 
 bool nvs_decode(enum nvs_decode dec, u32 raw, u32 vraw, s32 *mc)
@@ -297,7 +419,14 @@ bool nvs_decode(enum nvs_decode dec, u32 raw, u32 vraw, s32 *mc)
 
 	switch (dec) {
 	case NVS_DEC_FIX8:
-		/* 0 is an idle register, above 150 °C no silicon survives */
+		/*
+		 * Bit 30 says the channel holds a sample (PawnIO.Modules
+		 * Nvidia.p, pull requests #78 and #83; gddr7-temp): without
+		 * it the low bits are stale or a power-on value. 0 is an idle
+		 * register, above 150 °C no silicon survives.
+		 */
+		if (!(raw & FIX8_VALID))
+			return false;
 		v = raw & 0xffff;
 		if (!v || v > 150 * 256)
 			return false;
@@ -305,7 +434,7 @@ bool nvs_decode(enum nvs_decode dec, u32 raw, u32 vraw, s32 *mc)
 		return true;
 	case NVS_DEC_MR:
 		if (vraw == ~0U || nvs_raw_poison(vraw) ||
-		    !(vraw & MR_WORD0_SAMPLED))
+		    !(vraw & MR_SAMPLED(0)))
 			return false;
 		return decode_mr_code(raw, mc);
 	case NVS_DEC_MR_BCAST:

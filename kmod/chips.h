@@ -6,6 +6,7 @@
 #ifndef _NVS_CHIPS_H
 #define _NVS_CHIPS_H
 
+#include <linux/bits.h>
 #include <linux/types.h>
 
 /* How a raw register value becomes milli-degrees Celsius. */
@@ -25,9 +26,12 @@ enum nvs_decode {
 enum nvs_kind {
 	NVS_KIND_DIE,
 	NVS_KIND_MEM,		/* one memory register */
-	NVS_KIND_MODULE,	/* one memory module, may be absent */
+	NVS_KIND_MODULE,	/* one DRAM chip (part, chip, back), may be absent */
 	NVS_KIND_MODULE_MAX,	/* hottest module; register = fallback */
 };
+
+/* Memory partitions a recipe may name: GB202's 512-bit bus / 64. */
+#define NVS_MAX_PARTS		8
 
 struct nvs_chip_sensor {
 	const char *label;
@@ -35,6 +39,9 @@ struct nvs_chip_sensor {
 	u32 valid_off;		/* validity register (NVS_DEC_MR) */
 	u8 decode;		/* enum nvs_decode */
 	u8 kind;		/* enum nvs_kind */
+	u8 part;		/* NVS_KIND_MODULE: frame-buffer partition */
+	u8 chip;		/* NVS_KIND_MODULE: DRAM chip 0 or 1 of it */
+	bool back;		/* NVS_KIND_MODULE: clamshell back side */
 };
 
 struct nvs_chip_window {
@@ -49,6 +56,8 @@ struct nvs_chip {
 	unsigned int nsensors;
 	const struct nvs_chip_window *windows;
 	unsigned int nwindows;
+	unsigned int nparts;		/* memory partitions read, <= NVS_MAX_PARTS */
+	u32 strap_off;			/* clamshell strap register, 0: none */
 };
 
 struct nvs_chip_id {
@@ -71,6 +80,31 @@ const struct nvs_chip_id *nvs_chip_by_id(u16 vendor, u16 device);
  * the plausible range of the format.
  */
 bool nvs_decode(enum nvs_decode dec, u32 raw, u32 vraw, s32 *mc);
+
+/* Word k (0..3) of partition p's memory block, and its status word. */
+u32 nvs_mem_word(unsigned int part, unsigned int k);
+u32 nvs_mem_status(unsigned int part);
+
+/* The slots (data words) a DRAM chip is read from: chip and chip + 2. */
+#define NVS_CHIP_SLOTS(chip)	(BIT(chip) | BIT((chip) + 2))
+
+enum nvs_module_state {
+	NVS_MODULE_OK,		/* *mc is the chip's temperature */
+	NVS_MODULE_INVALID,	/* there, but no slot holds a reading */
+	NVS_MODULE_ABSENT,	/* the partition or chip is not on the board */
+};
+
+/*
+ * Pure decode of one DRAM chip from its partition's status word and the
+ * data words in w[] whose bit is set in have (bit k: word k was read).
+ * The caller reads only the words of the chip's slots whose status bit is
+ * set; an unread word is never looked at.
+ */
+enum nvs_module_state nvs_decode_module(u32 status, const u32 w[4], u8 have,
+					unsigned int chip, bool back, s32 *mc);
+
+/* Whether the clamshell strap value says the board has back-side chips. */
+bool nvs_strap_clamshell(u32 strap);
 
 /* 0xBADFxxxx: the memory partition does not exist on this board. */
 static inline bool nvs_raw_poison(u32 raw)

@@ -26,6 +26,13 @@ struct netlink_ext_ack;
 #define NVS_ONDEMAND_HZ		50
 #define NVS_MEM_HZ_DEFAULT	1	/* module parameter mem_hz */
 #define NVS_REPROBE_S_DEFAULT	30	/* module parameter mem_reprobe_s */
+/*
+ * A GPU whose die registers read all-ones (fallen off the bus, in reset):
+ * the interval between passes doubles from one sampling period up to this.
+ */
+#define NVS_DEAD_PROBE_MAX_MS	4000
+/* re-probes that find nothing double the interval, up to 32 x mem_reprobe_s */
+#define NVS_REPROBE_MAX_SHIFT	5
 
 /* Per-sensor state, protected by nvs_gpu.lock. Values in milli-degrees C. */
 struct nvs_sensor {
@@ -86,10 +93,14 @@ struct nvs_gpu {
 	unsigned int mem_hz;		/* memory passes a second, 1..MAX */
 	unsigned int nsensors;		/* == chip sensor count */
 	unsigned int ndormant;		/* modules only re-probed */
+	unsigned int reprobe_shift;	/* re-probe every mem_reprobe_s << this */
+	bool clamshell;			/* back-side chips: strap read at attach */
 	bool hwmon_stale;		/* a module appeared: re-register */
 	u64 last_pass_ns;		/* ktime_get_ns() of the last pass tried */
 	u64 last_mem_ns;		/* ... and of the last memory pass tried */
 	u64 next_reprobe_ns;
+	u64 dead_until_ns;		/* all-ones: no pass before this */
+	unsigned int dead_streak;	/* passes in a row that read all-ones */
 	struct nvs_sensor sensor[NVS_MAX_SENSORS];
 	/* alarms changed in this pass: events sent once access has ended */
 	DECLARE_BITMAP(alarm_changed, NVS_MAX_SENSORS);

@@ -9,17 +9,20 @@
  *   - die sensors on every pass, at sample_hz: they carry the 50 ms spikes;
  *   - memory sensors on every DIV_ROUND_UP(sample_hz, mem_hz)-th pass, i.e.
  *     at most mem_hz (default 1) times a second: GDDR temperatures move in
- *     2 degC steps behind a large thermal mass, and a module costs two
- *     reads (data and validity word). Between memory passes a sample
- *     carries the last memory readings;
- *   - memory modules found absent (0xBADFxxxx) or invalid when the GPU was
+ *     2 degC steps behind a large thermal mass, and a partition costs at
+ *     most five reads (its status word, then the sampled slots of its
+ *     two chips; back sides share the words). Between memory passes a
+ *     sample carries the last memory readings;
+ *   - DRAM chips found absent (0xBADFxxxx) or invalid when the GPU was
  *     attached are "dormant": not read by passes at all, only re-probed
- *     every mem_reprobe_s seconds (default 30), and woken up when a probe
- *     finds them valid;
+ *     after mem_reprobe_s seconds (default 30), the interval doubling
+ *     after every re-probe that finds nothing, up to 32 x mem_reprobe_s,
+ *     and woken up when a probe finds them valid;
  *   - the hottest-module summary reads its own (broadcast) register only
  *     when no module gave a reading.
- * At the defaults a GB202 with all 16 modules costs 50 * 6 + 1 * 32 = 332
- * reads a second (docs/benchmarks.md). With sample_hz 0 there is no thread
+ * At the defaults a GB202 with all 16 chips (8 partitions) costs
+ * 50 * 6 + 1 * 40 = 340 reads a second, an AD102 with 12 chips
+ * 50 * 1 + 1 * (1 + 30) = 81 (docs/benchmarks.md). With sample_hz 0 there is no thread
  * work at all: readers (hwmon, the status file, netlink) ask for a pass,
  * which runs only when the last one is older than 1/NVS_ONDEMAND_HZ (die)
  * or 1/mem_hz (memory), so no reader, privileged or not, can make the
@@ -30,8 +33,9 @@
  * What "unavailable" means:
  *   - status "asleep": runtime-suspended or not in D0; nothing was read.
  *   - status "unavailable": channel offline, decoding off, config space
- *     unreadable, the die block read all-ones (device gone or resetting),
- *     or no sensor decoded to a plausible value.
+ *     unreadable, a die register read all-ones (fallen off the bus or
+ *     resetting: passes then back off, see nvs_dead_backoff()), or no
+ *     sensor decoded to a plausible value.
  *   - a single sensor is invalid (hwmon -ENODATA) when its value is
  *     all-ones, 0xBADFxxxx, fails its validity register or is implausible.
  * Passes of the first two kinds count in gpu->unavailable and add nothing
@@ -185,21 +189,56 @@ static bool nvs_raw_dead(u32 raw)
 }
 
 /*
- * One memory module: the data word, then its validity word unless the
- * data word already says the partition is not there. Returns false with
- * *absent set when it is not (0xBADFxxxx or all-ones).
+ * What one memory pass has read of each partition: the status word first,
+ * then only the data words of the shown chips' slots whose status bit is
+ * set, each at most once however many chips (and back sides) share it.
  */
-static bool nvs_read_module(struct nvs_gpu *gpu,
-			    const struct nvs_chip_sensor *cs, s32 *mc,
-			    bool *absent)
-{
-	u32 raw = nvs_read(gpu, cs->off), vraw;
+struct nvs_part_rd {
+	u32 status;
+	u32 w[4];
+	u8 have;		/* bit k: w[k] was read */
+	bool have_status;
+};
 
-	*absent = nvs_raw_dead(raw);
-	if (*absent)
-		return false;
-	vraw = nvs_read(gpu, cs->valid_off);
-	return nvs_decode(cs->decode, raw, vraw, mc);
+struct nvs_mem_rd {
+	struct nvs_part_rd part[NVS_MAX_PARTS];
+};
+
+/* A back-side row on a board without a back side: never read, no channel. */
+static bool nvs_module_void(const struct nvs_gpu *gpu,
+			    const struct nvs_chip_sensor *cs)
+{
+	return cs->back && !gpu->clamshell;
+}
+
+/* One DRAM chip (kmod/chips.c, "Per-chip memory temperatures"). */
+static enum nvs_module_state nvs_read_module(struct nvs_gpu *gpu,
+					     struct nvs_mem_rd *rd,
+					     const struct nvs_chip_sensor *cs,
+					     s32 *mc)
+{
+	struct nvs_part_rd *pr;
+	unsigned long slots;
+	unsigned int k;
+
+	if (cs->part >= NVS_MAX_PARTS || cs->part >= gpu->chip->nparts)
+		return NVS_MODULE_ABSENT;	/* never past the last partition */
+	pr = &rd->part[cs->part];
+	if (!pr->have_status) {
+		pr->status = nvs_read(gpu, nvs_mem_status(cs->part));
+		pr->have_status = true;
+	}
+	if (!nvs_raw_dead(pr->status)) {
+		slots = NVS_CHIP_SLOTS(cs->chip & 1) & (pr->status >> 24);
+		for_each_set_bit(k, &slots, 4) {
+			if (pr->have & BIT(k))
+				continue;
+			pr->w[k] = nvs_read(gpu, nvs_mem_word(cs->part, k));
+			pr->have |= BIT(k);
+		}
+	}
+	return nvs_decode_module(pr->status, pr->w, pr->have, cs->chip,
+				 cs->back, mc);
 }
 
 static void nvs_update(struct nvs_gpu *gpu, unsigned int i, bool valid, s32 mc)
@@ -271,28 +310,65 @@ static void nvs_invalidate(struct nvs_gpu *gpu)
 static void nvs_reprobe(struct nvs_gpu *gpu, u64 now)
 {
 	const struct nvs_chip_sensor *cs = gpu->chip->sensors;
+	enum nvs_module_state ms;
+	struct nvs_mem_rd rd = {};
+	bool found = false;
 	unsigned int i;
-	bool absent;
 	s32 mc;
 
-	gpu->next_reprobe_ns = now + (u64)READ_ONCE(nvs_reprobe_s) * NSEC_PER_SEC;
 	for (i = 0; i < gpu->nsensors; i++) {
 		struct nvs_sensor *st = &gpu->sensor[i];
 
-		if (cs[i].kind != NVS_KIND_MODULE || !st->dormant)
+		if (cs[i].kind != NVS_KIND_MODULE || !st->dormant ||
+		    nvs_module_void(gpu, &cs[i]))
 			continue;
-		if (nvs_read_module(gpu, &cs[i], &mc, &absent)) {
+		ms = nvs_read_module(gpu, &rd, &cs[i], &mc);
+		if (ms == NVS_MODULE_OK) {
 			st->dormant = false;
 			gpu->ndormant--;
 			nvs_update(gpu, i, true, mc);
+			found = true;
 		}
-		if (!absent && !st->present) {
+		if (ms != NVS_MODULE_ABSENT && !st->present) {
+			found = true;
 			st->present = true;
 			WRITE_ONCE(gpu->hwmon_stale, true);
 			if (gpu->sampler)
 				wake_up_process(gpu->sampler);
 		}
 	}
+	/*
+	 * A board's chips do not come and go: one that did not answer is
+	 * probed less and less often, up to 32 x mem_reprobe_s (16 min at
+	 * the default), rather than every mem_reprobe_s forever.
+	 */
+	if (found)
+		gpu->reprobe_shift = 0;
+	else if (gpu->reprobe_shift < NVS_REPROBE_MAX_SHIFT)
+		gpu->reprobe_shift++;
+	gpu->next_reprobe_ns = now + ((u64)READ_ONCE(nvs_reprobe_s) <<
+				      gpu->reprobe_shift) * NSEC_PER_SEC;
+}
+
+/*
+ * The die read all-ones: the GPU fell off the bus (Xid 79; it stays bound
+ * while nvidia-persistenced holds it, open-gpu-kernel-modules nv.c) or is
+ * in a reset its driver started without the locks nvs_access_begin() can
+ * see (nvidia.ko's FLR on the last close, os_pci_trigger_flr()). Every
+ * read of a lost GPU may stall for a PCIe completion timeout, so passes
+ * back off: the next one after one sampling period, then twice that, up
+ * to NVS_DEAD_PROBE_MAX_MS, one register read each. The first pass that
+ * reads something ends the backoff.
+ */
+static void nvs_dead_backoff(struct nvs_gpu *gpu, u64 now)
+{
+	unsigned int hz = READ_ONCE(gpu->sample_hz) ?: NVS_ONDEMAND_HZ;
+	u64 delay = NSEC_PER_SEC / hz;
+
+	delay <<= min(gpu->dead_streak, 16U);
+	delay = min_t(u64, delay, NVS_DEAD_PROBE_MAX_MS * NSEC_PER_MSEC);
+	gpu->dead_streak++;
+	gpu->dead_until_ns = now + delay;
 }
 
 /*
@@ -302,7 +378,8 @@ static void nvs_reprobe(struct nvs_gpu *gpu, u64 now)
 static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 {
 	const struct nvs_chip_sensor *cs = gpu->chip->sensors;
-	bool all_ones = true, any_die = false, rpm, absent, ok;
+	bool dead = false, rpm, ok;
+	struct nvs_mem_rd mrd = {};
 	unsigned int i, nvalid = 0;
 	int hottest = -1;
 	u32 raw;
@@ -317,6 +394,9 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 		gpu->last_mem_ns = now;
 	if (!nvs_may_sample(gpu))
 		return;
+	/* backing off from a GPU that read all-ones: nothing read, status kept */
+	if (gpu->dead_until_ns && now < gpu->dead_until_ns)
+		return;
 	if (!nvs_access_begin(gpu, &rpm)) {
 		/*
 		 * The last readings are no longer current: report them as
@@ -327,27 +407,35 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 		return;
 	}
 
-	/* die first: all-ones there means the device is gone or resetting */
+	/*
+	 * Die first: the first all-ones die register ends the pass, as no
+	 * die word of a GPU that answers is all-ones (bit 30 and a 16-bit
+	 * value at most 150 °C, or an 8-bit hotspot).
+	 */
 	bitmap_zero(rd, NVS_MAX_SENSORS);
 	for (i = 0; i < gpu->nsensors; i++) {
 		if (cs[i].kind != NVS_KIND_DIE)
 			continue;
 		raw = nvs_read(gpu, cs[i].off);
-		any_die = true;
-		if (raw != ~0U)
-			all_ones = false;
+		if (raw == ~0U) {
+			dead = true;
+			break;
+		}
 		ok = nvs_decode(cs[i].decode, raw, 0, &mc);
 		nvs_update(gpu, i, ok, mc);
 		__set_bit(i, rd);
 	}
-	if (any_die && all_ones) {
+	if (dead) {
 		nvs_access_end(gpu, rpm);
 		gpu->unavailable++;
 		nvs_invalidate(gpu);
+		nvs_dead_backoff(gpu, now);
 		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE,
-				   "device returned all-ones");
+				   "all-ones (fallen off the bus or in reset)");
 		return;
 	}
+	gpu->dead_streak = 0;
+	gpu->dead_until_ns = 0;
 
 	for (i = 0; mem && i < gpu->nsensors; i++) {
 		switch (cs[i].kind) {
@@ -356,9 +444,11 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 			ok = nvs_decode(cs[i].decode, raw, 0, &mc);
 			break;
 		case NVS_KIND_MODULE:
-			if (gpu->sensor[i].dormant)
+			if (gpu->sensor[i].dormant ||
+			    nvs_module_void(gpu, &cs[i]))
 				continue;
-			ok = nvs_read_module(gpu, &cs[i], &mc, &absent);
+			ok = nvs_read_module(gpu, &mrd, &cs[i], &mc) ==
+			     NVS_MODULE_OK;
 			if (ok && (hottest < 0 || mc > gpu->sensor[hottest].mc))
 				hottest = i;
 			break;
@@ -374,6 +464,8 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 			continue;
 		if (hottest >= 0) {
 			nvs_update(gpu, i, true, gpu->sensor[hottest].mc);
+		} else if (!cs[i].off) {
+			nvs_update(gpu, i, false, 0);	/* no summary register */
 		} else {
 			raw = nvs_read(gpu, cs[i].off);
 			ok = nvs_decode(cs[i].decode, raw, 0, &mc);
@@ -431,23 +523,42 @@ void nvs_sample_on_demand(struct nvs_gpu *gpu)
 void nvs_sample_probe_modules(struct nvs_gpu *gpu)
 {
 	const struct nvs_chip_sensor *cs = gpu->chip->sensors;
+	const struct nvs_chip *chip = gpu->chip;
+	enum nvs_module_state ms;
+	struct nvs_mem_rd rd = {};
 	unsigned int i;
-	bool rpm, absent;
+	bool rpm;
 	s32 mc;
 
 	lockdep_assert_held(&gpu->lock);
 	gpu->ndormant = 0;
-	for (i = 0; i < gpu->nsensors; i++)
+	gpu->reprobe_shift = 0;
+	gpu->dead_streak = 0;		/* a new attach starts without backoff */
+	gpu->dead_until_ns = 0;
+	for (i = 0; i < gpu->nsensors; i++) {
 		gpu->sensor[i].dormant = false;
+		/* back sides stay hidden until the strap says they exist */
+		if (cs[i].kind == NVS_KIND_MODULE && cs[i].back)
+			gpu->sensor[i].present = gpu->clamshell;
+	}
 	if (!nvs_may_sample(gpu) || !nvs_access_begin(gpu, &rpm))
 		return;
+	/* once per attach: the board's layout does not change while bound */
+	if (chip->strap_off) {
+		gpu->clamshell = nvs_strap_clamshell(nvs_read(gpu,
+							      chip->strap_off));
+		for (i = 0; i < gpu->nsensors; i++)
+			if (cs[i].kind == NVS_KIND_MODULE && cs[i].back)
+				gpu->sensor[i].present = gpu->clamshell;
+	}
 	for (i = 0; i < gpu->nsensors; i++) {
 		struct nvs_sensor *st = &gpu->sensor[i];
 
-		if (cs[i].kind != NVS_KIND_MODULE)
+		if (cs[i].kind != NVS_KIND_MODULE || nvs_module_void(gpu, &cs[i]))
 			continue;
-		st->dormant = !nvs_read_module(gpu, &cs[i], &mc, &absent);
-		st->present = !absent;
+		ms = nvs_read_module(gpu, &rd, &cs[i], &mc);
+		st->dormant = ms != NVS_MODULE_OK;
+		st->present = ms != NVS_MODULE_ABSENT;
 		gpu->ndormant += st->dormant;
 	}
 	nvs_access_end(gpu, rpm);

@@ -16,11 +16,15 @@ struct nvs_decode_case {
 
 static const struct nvs_decode_case nvs_decode_cases[] __initconst = {
 	/* Blackwell die: low 16 bits in 1/256 °C, 0 and > 150 °C are not */
-	{ NVS_DEC_FIX8, 0x00005a37, 0, true, 90215 },
-	{ NVS_DEC_FIX8, 0x00a14f80, 0, true, 79500 },	/* junk in 31:16 */
-	{ NVS_DEC_FIX8, 0x00000001, 0, true, 4 },
-	{ NVS_DEC_FIX8, 150 * 256, 0, true, 150000 },
-	{ NVS_DEC_FIX8, 150 * 256 + 1, 0, false, 0 },
+	/* ... and bit 30 set: the channel holds a sample */
+	{ NVS_DEC_FIX8, 0x40005a37, 0, true, 90215 },
+	{ NVS_DEC_FIX8, 0x40a14f80, 0, true, 79500 },	/* junk in 31:16 */
+	{ NVS_DEC_FIX8, 0x40000001, 0, true, 4 },
+	{ NVS_DEC_FIX8, 0x40000000 | 150 * 256, 0, true, 150000 },
+	{ NVS_DEC_FIX8, 0x40000000 | (150 * 256 + 1), 0, false, 0 },
+	{ NVS_DEC_FIX8, 0x40000000, 0, false, 0 },
+	{ NVS_DEC_FIX8, 0x00005a37, 0, false, 0 },	/* no bit 30 */
+	{ NVS_DEC_FIX8, 0x80a15a37, 0, false, 0 },
 	{ NVS_DEC_FIX8, 0x00000000, 0, false, 0 },
 	{ NVS_DEC_FIX8, 0xffffffff, 0, false, 0 },
 	{ NVS_DEC_FIX8, 0xbadf1234, 0, false, 0 },
@@ -37,7 +41,7 @@ static const struct nvs_decode_case nvs_decode_cases[] __initconst = {
 	{ NVS_DEC_MR, 0x00150000, 0x0f000000, true, 2000 },	/* code 21 */
 	{ NVS_DEC_MR, 0x00500000, 0x0f000000, true, 120000 },	/* code 80 */
 	{ NVS_DEC_MR, 0x005a0000, 0x0f000000, true, 120000 },	/* clamped */
-	{ NVS_DEC_MR, 0x00ff0000, 0x0f000000, true, 120000 },
+	{ NVS_DEC_MR, 0x00ff0000, 0x0f000000, false, 0 },	/* code 0xff: no sample */
 	{ NVS_DEC_MR, 0xbadf0030, 0x0f000000, false, 0 },	/* absent */
 	{ NVS_DEC_MR, 0xffffffff, 0x0f000000, false, 0 },
 	/* broadcast word: same code, no validity word */
@@ -61,6 +65,72 @@ static const struct nvs_decode_case nvs_decode_cases[] __initconst = {
 	{ NVS_DEC_ADA_HOTSPOT, 0x000000ff, 0, false, 0 },
 	{ NVS_DEC_ADA_HOTSPOT, 0xffffffff, 0, false, 0 },
 };
+
+/* One DRAM chip from its partition's words (kmod/chips.c, "Per-chip"). */
+struct nvs_module_case {
+	u32 status;
+	u32 w[4];
+	u8 chip;
+	bool back;
+	u8 state;	/* enum nvs_module_state */
+	s32 mc;
+};
+
+static const struct nvs_module_case nvs_module_cases[] __initconst = {
+	/* chip 0: hottest of slots 0 and 2; chip 1: of slots 1 and 3 */
+	{ 0x0f000000, { 0x00300000, 0x00320000, 0x00340000, 0x00310000 },
+	  0, false, NVS_MODULE_OK, 64000 },
+	{ 0x0f000000, { 0x00300000, 0x00320000, 0x00340000, 0x00310000 },
+	  1, false, NVS_MODULE_OK, 60000 },
+	/* slot 2 not sampled (bit 26 off): slot 0 alone */
+	{ 0x0b000000, { 0x00300000, 0, 0x00400000, 0 },
+	  0, false, NVS_MODULE_OK, 56000 },
+	/* code 0xff and code 0 are no reading; the other slot is */
+	{ 0x0f000000, { 0x00ff0000, 0x00000000, 0x00350000, 0x00360000 },
+	  0, false, NVS_MODULE_OK, 66000 },
+	{ 0x0f000000, { 0x00ff0000, 0x00000000, 0x00ff0000, 0x00000000 },
+	  1, false, NVS_MODULE_INVALID, 0 },
+	/* no status bit of the chip's slots: shown, no number */
+	{ 0x0a000000, { 0x00300000, 0x00300000, 0x00300000, 0x00300000 },
+	  0, false, NVS_MODULE_INVALID, 0 },
+	/* poisoned or all-ones status word: the partition is not there */
+	{ 0xbadf1f00, { 0x00300000, 0x00300000, 0x00300000, 0x00300000 },
+	  0, false, NVS_MODULE_ABSENT, 0 },
+	{ 0xffffffff, { 0x00300000, 0x00300000, 0x00300000, 0x00300000 },
+	  1, false, NVS_MODULE_ABSENT, 0 },
+	/* every sampled slot poisoned: absent; one poisoned: the other */
+	{ 0x0f000000, { 0xbadf0001, 0x00300000, 0xbadf0003, 0x00300000 },
+	  0, false, NVS_MODULE_ABSENT, 0 },
+	{ 0x0f000000, { 0xbadf0001, 0x00300000, 0x00330000, 0x00300000 },
+	  0, false, NVS_MODULE_OK, 62000 },
+	/* back side: bits 31:24 of the same words, clamped at 0x50 */
+	{ 0x0f000000, { 0x3a300000, 0x00300000, 0x5a330000, 0x00300000 },
+	  0, true, NVS_MODULE_OK, 120000 },
+	{ 0x0f000000, { 0x00300000, 0x00300000, 0x00330000, 0x00300000 },
+	  0, true, NVS_MODULE_INVALID, 0 },
+};
+
+static bool __init nvs_selftest_modules(void)
+{
+	unsigned int i;
+	bool pass = true;
+
+	for (i = 0; i < ARRAY_SIZE(nvs_module_cases); i++) {
+		const struct nvs_module_case *c = &nvs_module_cases[i];
+		enum nvs_module_state st;
+		s32 mc = 0;
+
+		st = nvs_decode_module(c->status, c->w, 0xf, c->chip, c->back,
+				       &mc);
+		if (st != c->state || (st == NVS_MODULE_OK && mc != c->mc)) {
+			pr_err("module self-test %u: status %#010x chip %u%s: got %d %d, want %d %d\n",
+			       i + 1, c->status, c->chip, c->back ? "b" : "",
+			       st, mc, c->state, c->mc);
+			pass = false;
+		}
+	}
+	return pass;
+}
 
 bool __init nvs_selftest_decode(void)
 {
@@ -89,8 +159,11 @@ bool __init nvs_selftest_decode(void)
 		       GENMASK(__NVS_DEC_LAST - 1, 0) & ~(unsigned long)formats);
 		pass = false;
 	}
+	if (!nvs_selftest_modules())
+		pass = false;
 	if (pass)
 		pr_info("decode self-tests (%zu cases): pass\n",
-			ARRAY_SIZE(nvs_decode_cases));
+			ARRAY_SIZE(nvs_decode_cases) +
+			ARRAY_SIZE(nvs_module_cases));
 	return pass;
 }

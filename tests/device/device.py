@@ -612,6 +612,75 @@ def s_pci(r, s):
                                                          human_bytes(g["bar1_bytes"]), g["link"]) for g in r.pci)
 
 
+# Memory partitions per chip id (PMC_BOOT_0 bits 31:20), as kmod/chips.c reads
+# them: bus width / 64 (gddr7-temp offsets.yaml for GB20x). GB202 = 0x1b2 is
+# PawnIO's gate (landscape.md); the other ids follow the same family
+# numbering (0x17x Ampere, 0x19x Ada, 0x1bx Blackwell) and were not checked
+# against a public chip table here: the dump prints the id read. A chip not here
+# gets no partition read: reading past the last partition can hit reserved
+# MMIO (gddr7-temp).
+MEM_PARTS = {0x1b2: 8, 0x1b3: 4, 0x1b5: 3, 0x192: 6, 0x193: 4, 0x194: 3, 0x172: 6}
+MEM_BASE, MEM_STRIDE, MEM_STRAP = 0x9024c0, 0x4000, 0x900200
+
+
+def s_mem_raw(r, s):
+    """The raw per-partition memory words of every NVIDIA GPU in D0, so that
+    the first real card settles the per-chip layout (issue 19): PMC_BOOT_0,
+    the clamshell strap, and per partition its four data words and status
+    word. Read-only, through the sysfs resource0 file, never past the
+    chip's last partition, never from a GPU that is asleep."""
+    import mmap
+    import struct
+    gpus = r.pci if getattr(r, "pci", None) else sysfs_gpus()
+    if not gpus:
+        raise Skip("no NVIDIA GPU in %s" % PCI)
+    lines, dumps = [], []
+    for g in gpus:
+        d = os.path.join(PCI, g["bdf"])
+        if (read(d + "/power_state") or "D0") != "D0" or (read(d + "/power/runtime_status") or "active") != "active":
+            lines.append("%s: not in D0 or runtime-suspended, not read (a read would wake it)" % g["bdf"])
+            continue
+        try:
+            fd = os.open(d + "/resource0", os.O_RDONLY | os.O_SYNC)
+        except OSError as e:
+            lines.append("%s: cannot open resource0 (%s; root, and no kernel lockdown, are needed)" % (g["bdf"], e.strerror))
+            continue
+        try:
+            size = os.fstat(fd).st_size
+            m = mmap.mmap(fd, min(size, 16 << 20), mmap.MAP_SHARED, mmap.PROT_READ)
+        except (OSError, ValueError) as e:
+            os.close(fd)
+            lines.append("%s: cannot map BAR0 (%s)" % (g["bdf"], e))
+            continue
+        try:
+            def rd(off):
+                return struct.unpack_from("<I", m, off)[0]
+            boot0 = rd(0)
+            chip = (boot0 >> 20) & 0xfff
+            parts = MEM_PARTS.get(chip, 0)
+            dump = {"bdf": g["bdf"], "id": g["id"], "boot0": "0x%08x" % boot0, "chip_id": "0x%03x" % chip,
+                    "strap": "0x%08x" % rd(MEM_STRAP) if parts else None, "partitions": []}
+            for p in range(parts):
+                base = MEM_BASE + p * MEM_STRIDE
+                dump["partitions"].append(["0x%08x" % rd(base + 4 * k) for k in range(5)])
+        finally:
+            m.close()
+            os.close(fd)
+        dumps.append(dump)
+        lines.append("%s %s boot0 %s chip 0x%03x: %s" % (
+            g["bdf"], g["id"], dump["boot0"], chip,
+            "%d partitions dumped (words +0x0 +0x4 +0x8 +0xc, status +0x10)" % parts if parts
+            else "no memory layout known for this chip id, nothing else read"))
+        for p, words in enumerate(dump["partitions"]):
+            r.log("  %s p%d %s" % (g["bdf"], p, " ".join(words)))
+        if parts:
+            r.log("  %s strap 0x900200 %s" % (g["bdf"], dump["strap"]))
+    s.data = {"gpus": dumps}
+    if not dumps:
+        raise Skip("; ".join(lines))
+    return "; ".join(lines)
+
+
 def s_nvsmi(r, s):
     smi = shutil.which("nvidia-smi")
     if not smi:
@@ -1413,6 +1482,7 @@ def main():
         r.step("facts-kernel", False, "kernel, headers, root, IOMMU, driver", lambda s: s_kernel(r, s))
         r.step("facts-pci", True, "NVIDIA GPUs in sysfs", lambda s: s_pci(r, s))
         r.step("facts-nvidia-smi", True, "nvidia-smi -q essentials", lambda s: s_nvsmi(r, s))
+        r.step("facts-mem-raw", True, "raw memory partition words (PMC_BOOT_0, strap, status)", lambda s: s_mem_raw(r, s))
         r.step("facts-topo", False, "nvsidecar topo --json", lambda s: s_topo(r, s))
         r.lib, r.lib_how = resolve_libcuda(r)
         r.step("libcuda-status", True, "nvsidecar libcuda status of the installed libcuda", lambda s: s_libcuda_status(r, s))

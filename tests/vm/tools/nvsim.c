@@ -37,11 +37,23 @@
 #define GB_CH(n)	(0xad0a90u + 4 * (n))
 #define GB_HWMAX	0xad0aa0u
 #define GB_HWAVG	0xad0aa4u
-#define GB_MEM(p)	(0x9024c0u + (p) * 0x4000u)
-#define GB_VALID(off)	((off) + 0x10u)
+/*
+ * Memory: one block per frame-buffer partition (8 on GB202), data words at
+ * +0x0/+0x4/+0x8/+0xc, status word at +0x10 (bit 24 + k: word k sampled).
+ * DRAM chip n is chip n % 2 of partition n / 2, read from slots n % 2 and
+ * n % 2 + 2; the clamshell back side's code is bits 31:24 (strap 0x900200
+ * bit 22). kmod/chips.c, "Per-chip memory temperatures", has the sources.
+ */
+#define GB_PART(p)	(0x9024c0u + (p) * 0x4000u)
+#define GB_WORD(p, k)	(GB_PART(p) + 4u * (k))
+#define GB_STATUS(p)	(GB_PART(p) + 0x10u)
+#define GB_NPART	8
+#define GB_NCHIP	(2 * GB_NPART)
 #define GB_BCAST	0x9a24c0u
-#define GB_NMEM		16
 #define GDDR7_VALID	0x0f000000u
+#define DIE_VALID	0x40000000u	/* GB20x die word holds a sample */
+#define NV_STRAP	0x900200u
+#define NV_STRAP_CLAMSHELL 0x00400000u
 /* Ampere/Ada */
 #define ADA_MEM		0xe2a8u
 #define GA104_MEM	0xee50u
@@ -100,7 +112,7 @@ static uint32_t die_raw(double c)
 
 	if (v < 0 || v > 0xffff)
 		die("%.3f °C does not fit a die register", c);
-	return (uint32_t)v;
+	return DIE_VALID | (uint32_t)v;
 }
 
 static uint32_t gddr7_raw(double c)
@@ -125,9 +137,20 @@ static const struct reg_name reg_names[] = {
 	{ "mem", GB_BCAST, 'm' },
 	{ "ada-mem", ADA_MEM, 'a' }, { "ga104-mem", GA104_MEM, 'a' },
 	{ "ada-hotspot", ADA_HOTSPOT, 'h' },
+	{ "strap", NV_STRAP, 'r' },
 };
 
-/* A register by name (ch0, hotspot, mem7, mem7-valid, ada-mem...) or offset. */
+/* Status bits of chip n's two slots. */
+static uint32_t chip_bits(uint32_t n)
+{
+	return (1u << (24 + n % 2)) | (1u << (26 + n % 2));
+}
+
+/*
+ * A register by name or offset: ch0, hotspot, ada-mem..., memN (chip N's
+ * first slot word, +0x0 or +0x4 of partition N / 2), memN-valid (that
+ * partition's status word), pP-wK (word K of partition P), pP-status.
+ */
 static uint32_t reg_lookup(const char *s, char *kind)
 {
 	char *end;
@@ -141,19 +164,31 @@ static uint32_t reg_lookup(const char *s, char *kind)
 		}
 	if (!strncmp(s, "mem", 3) && s[3] >= '0' && s[3] <= '9') {
 		v = strtoul(s + 3, &end, 10);
-		if (v < GB_NMEM && !*end) {
+		if (v < GB_NCHIP && !*end) {
 			*kind = 'm';
-			return GB_MEM(v);
+			return GB_WORD(v / 2, v % 2);
 		}
-		if (v < GB_NMEM && !strcmp(end, "-valid")) {
+		if (v < GB_NCHIP && !strcmp(end, "-valid")) {
 			*kind = 'r';
-			return GB_VALID(GB_MEM(v));
+			return GB_STATUS(v / 2);
+		}
+	}
+	if (s[0] == 'p' && s[1] >= '0' && s[1] <= '9') {
+		v = strtoul(s + 1, &end, 10);
+		if (v < GB_NPART && !strcmp(end, "-status")) {
+			*kind = 'r';
+			return GB_STATUS(v);
+		}
+		if (v < GB_NPART && end[0] == '-' && end[1] == 'w' &&
+		    end[2] >= '0' && end[2] <= '3' && !end[3]) {
+			*kind = 'r';
+			return GB_WORD(v, (uint32_t)(end[2] - '0'));
 		}
 	}
 	errno = 0;
 	v = strtoul(s, &end, 0);
 	if (errno || *end || end == s || v > UINT32_MAX)
-		die("unknown register `%s' (names: ch0..ch3 hotspot average mem mem0..mem15 mem0-valid ada-mem ga104-mem ada-hotspot, or an offset)", s);
+		die("unknown register `%s' (names: ch0..ch3 hotspot average mem mem0..mem15 mem0-valid p0-w0..p7-w3 p0-status strap ada-mem ga104-mem ada-hotspot, or an offset)", s);
 	*kind = 'r';
 	return (uint32_t)v;
 }
@@ -182,6 +217,24 @@ static double parse_c(const char *s)
 	return v;
 }
 
+/*
+ * DRAM chip n reads c: its first slot holds the code (the back-side code in
+ * bits 31:24 is kept), the status bit of that slot is set and the one of
+ * the paired slot cleared, so that the hottest-slot rule shows exactly c.
+ * A poisoned status word (absent partition) becomes a plain one.
+ */
+static void put_chip(uint32_t n, double c)
+{
+	uint32_t p = n / 2, k = n % 2, st = rd(GB_STATUS(p)), w = rd(GB_WORD(p, k));
+
+	if (st == 0xffffffffu || (st & 0xffff0000u) == 0xbadf0000u)
+		st = 0;
+	if (w == 0xffffffffu || (w & 0xffff0000u) == 0xbadf0000u)
+		w = 0;
+	wr(GB_WORD(p, k), (w & 0xff000000u) | gddr7_raw(c));
+	wr(GB_STATUS(p), (st | 1u << (24 + k)) & ~(1u << (26 + k)));
+}
+
 /* Writes temperature c into a named register, in that register's format. */
 static void put_temp(uint32_t off, char kind, double c)
 {
@@ -192,9 +245,11 @@ static void put_temp(uint32_t off, char kind, double c)
 		wr(off, die_raw(c));
 		break;
 	case 'm':
-		wr(off, gddr7_raw(c));
-		if (off != GB_BCAST)
-			wr(GB_VALID(off), GDDR7_VALID);
+		if (off == GB_BCAST) {
+			wr(off, gddr7_raw(c));
+			break;
+		}
+		put_chip((off - GB_PART(0)) / 0x4000u * 2 + (off - GB_PART(0)) % 0x4000u / 4u, c);
 		break;
 	case 'a':
 		v = lround(c * 32.0);
@@ -223,37 +278,89 @@ struct fixture_reg {
 };
 
 static const struct fixture_reg fix_gb202_die[] = {
-	{ GB_CH(0), 0x00005a37 },	/* 90.21484375 °C */
-	{ GB_CH(1), 0x00a14f80 },	/* 79.5 °C, junk in 31:16 */
-	{ GB_CH(2), 0x00004b1a },	/* 75.1015625 °C */
-	{ GB_CH(3), 0x00004cf3 },	/* 76.94921875 °C */
-	{ GB_HWMAX, 0x00005c40 },	/* 92.25 °C */
-	{ GB_HWAVG, 0x00004f4d },	/* 79.30078125 °C */
+	{ GB_CH(0), 0x40005a37 },	/* 90.21484375 °C, bit 30: sampled */
+	{ GB_CH(1), 0x40a14f80 },	/* 79.5 °C, junk in 29:16 */
+	{ GB_CH(2), 0x40004b1a },	/* 75.1015625 °C */
+	{ GB_CH(3), 0x40004cf3 },	/* 76.94921875 °C */
+	{ GB_HWMAX, 0x40005c40 },	/* 92.25 °C */
+	{ GB_HWAVG, 0x40004f4d },	/* 79.30078125 °C */
 };
 
 /*
- * GB202 modules: present ones have code 0x30 + p (56 + 2p °C) except p = 13,
- * code 0x5a, clamped to 80 (120 °C); p = 6 and p = 15 are absent.
- * Bits 31:24 and 15:0 carry junk that must be ignored.
+ * GB202 chips: chip n shows code 0x30 + n (56 + 2n °C) except n = 13, code
+ * 0x5a, clamped to 80 (120 °C); chips 6 and 15 are absent (both their slots
+ * read 0xBADFxxxx). For even n the paired slot (+0x8/+0xc) holds the code
+ * and the first slot 3 codes less, for odd n the first slot holds it and
+ * the paired one 1 less: the hottest slot wins either way. Bits 31:24 and
+ * 15:0 carry junk that must be ignored (GB202 is read without back sides);
+ * the status words carry junk in bits 23:0.
  */
+static void gb202_chip(uint32_t n, uint32_t code)
+{
+	uint32_t p = n / 2, k = n % 2, lo = n & 1 ? code : code - 3,
+		 hi = n & 1 ? code - 1 : code;
+
+	wr(GB_WORD(p, k), (n & 1 ? 0x01000000u : 0) | lo << 16 | (0x1234u + n));
+	wr(GB_WORD(p, k + 2), (n & 1 ? 0x01000000u : 0) | hi << 16 | (0x4321u + n));
+}
+
 static void fixture_gb202(void)
 {
 	size_t i;
-	uint32_t p, code;
+	uint32_t n, p;
 
 	for (i = 0; i < sizeof(fix_gb202_die) / sizeof(fix_gb202_die[0]); i++)
 		wr(fix_gb202_die[i].off, fix_gb202_die[i].val);
-	for (p = 0; p < GB_NMEM; p++) {
-		if (p == 6 || p == 15) {
-			wr(GB_MEM(p), 0xbadf5040u + p);
-			wr(GB_VALID(GB_MEM(p)), 0xbadf5040u);
+	for (p = 0; p < GB_NPART; p++)
+		wr(GB_STATUS(p), GDDR7_VALID | 0x5a5u);
+	for (n = 0; n < GB_NCHIP; n++) {
+		if (n == 6 || n == 15) {
+			wr(GB_WORD(n / 2, n % 2), 0xbadf5040u + n);
+			wr(GB_WORD(n / 2, n % 2 + 2), 0xbadf5040u + n);
 			continue;
 		}
-		code = p == 13 ? 0x5a : 0x30 + p;
-		wr(GB_MEM(p), (p & 1 ? 0x01000000u : 0) | code << 16 | (0x1234u + p));
-		wr(GB_VALID(GB_MEM(p)), GDDR7_VALID | 0x5a5u);
+		gb202_chip(n, n == 13 ? 0x5a : 0x30 + n);
 	}
 	wr(GB_BCAST, 0x005a0000u | 0x0042u);	/* hottest: 120 °C */
+	wr(NV_STRAP, 0);
+}
+
+/*
+ * "gb202-layout": every rule of the per-chip layout, one partition each
+ * (t-thermal-layout.sh checks what these imply). Chip: value.
+ *   p0  status 0x0f  mem0 = 64 (+0x8 hotter than +0x0), mem1 = 60 (+0x4)
+ *   p1  status 0x05  mem2 = 72, mem3 shown without a number (no bit)
+ *   p2  status 0x0f  mem4 = 76 (+0x0 poisoned, +0x8 read),
+ *                    mem5 none (code 0xff at +0x4, data 0 at +0xc)
+ *   p3  status 0xbadf1f00 (poisoned, bits 25 and 27 set): mem6, mem7 hidden
+ *   p4  every word 0xBADFxxxx: mem8, mem9 hidden
+ *   p5  mem10 = 120 (code 0x5a clamped), mem11 none (code 0, code 0x14)
+ *   p6  mem12 = 50 (junk in 31:24 and 15:0), mem13 = 2 (code 0x15; +0xc
+ *       all-ones)
+ *   p7  status 0x0a  mem14 shown without a number, mem15 = 90 (+0xc)
+ *   mem = 120 (the hottest chip; the broadcast register says 56)
+ */
+static void fixture_gb202_layout(void)
+{
+	static const uint32_t part[GB_NPART][5] = {
+		{ 0x00300000u, 0x00320000u, 0x00340000u, 0x00310000u, 0x0f000000u },
+		{ 0x00380000u, 0x00400000u, 0x00360000u, 0x00400000u, 0x05000000u },
+		{ 0xbadf0004u, 0x00ff0000u, 0x003a0000u, 0x00000000u, 0x0f000000u },
+		{ 0x00300000u, 0x00300000u, 0x00300000u, 0x00300000u, 0xbadf1f00u },
+		{ 0xbadf0008u, 0xbadf0009u, 0xbadf000au, 0xbadf000bu, 0x0f000000u },
+		{ 0x005a0000u, 0x00001234u, 0x00300000u, 0x00140000u, 0x0f000000u },
+		{ 0xa52d1234u, 0x00150000u, 0x002c0000u, 0xffffffffu, 0x0f000000u },
+		{ 0x00500000u, 0x00400000u, 0x00500000u, 0x00410000u, 0x0a000000u },
+	};
+	uint32_t p, k;
+
+	fixture_gb202();
+	for (p = 0; p < GB_NPART; p++) {
+		for (k = 0; k < 4; k++)
+			wr(GB_WORD(p, k), part[p][k]);
+		wr(GB_STATUS(p), part[p][4]);
+	}
+	wr(GB_BCAST, 0x00300000u);
 }
 
 /*
@@ -263,66 +370,102 @@ static void fixture_gb202(void)
  */
 static void fixture_ada(void)
 {
-	uint32_t p;
+	uint32_t p, k;
 
 	wr(ADA_HOTSPOT, 0x00004b00u | 0x12u);
 	wr(ADA_MEM, 0x50000acdu);
 	wr(GA104_MEM, 0x50000acdu);
-	for (p = 0; p < GB_NMEM; p++) {
-		wr(GB_MEM(p), 0xbadf5040u + p);
-		wr(GB_VALID(GB_MEM(p)), 0xbadf5040u);
+	for (p = 0; p < GB_NPART; p++) {
+		for (k = 0; k < 4; k++)
+			wr(GB_WORD(p, k), 0xbadf5040u + p);
+		wr(GB_STATUS(p), 0xbadf5040u);
 	}
+	wr(NV_STRAP, 0);
 	wr(GB_BCAST, 0xbadf5040u);
 }
 
 /*
- * "ada-g6x": an AD102 GDDR6X board (12 partitions) with one partition per
- * validity edge case of kmod/chips.c ("Per-module memory temperatures");
- * t-review-modules.sh checks the values these imply.
- *   p  data        validity    expected
- *   0  code 0x40   0x0f0005a5  88 °C      all four bits
- *   1  code 0x38   0x01000000  72 °C      word 0's bit only (4-bit rule drops it)
- *   2  code 0x3a   0x0e000000  ENODATA    bits 25-27 but not word 0's
- *   3  code 0x3c   0xbadf1234  ENODATA    poisoned validity word (bit 24 set)
- *   4  code 0x3c   0xffffffff  ENODATA    all-ones validity word
- *   5  code 0x14   0x0f000000  ENODATA    0 °C: below code 21, a zeroed register
- *   6  code 0x5a   0x0f000000  120 °C     clamped at code 80
- *   7  0xbadf0007  0x0f000000  hidden     absent partition
- *   8  0xffffffff  0xffffffff  hidden     all-ones partition
- *   9  code 0x15   0x0f000000  2 °C       lowest valid code
- *  10  code 0x2d   0x0f000000  50 °C      junk in bits 31:24 and 15:0
- *  11  code 0x33   0x03000000  62 °C      words 0 and 1 sampled
- *  12-15 absent (beyond AD102's 12 partitions)
+ * "ada-g6x": an AD102 GDDR6X board (6 partitions, 12 chips, no back side)
+ * with one chip per validity edge case of kmod/chips.c ("Per-chip memory
+ * temperatures"); t-review-modules.sh checks the values these imply. The
+ * chips it poisons later (0, 1, 6, 9, 10, 11) are sampled in one slot
+ * only, so poisoning that slot (set memN) takes the chip's number away.
+ *   chip  slots (status bits)           expected
+ *   0     +0x0 code 0x40                88 °C
+ *   1     +0x4 code 0x38                72 °C
+ *   2     none sampled                  ENODATA
+ *   3     +0x4 code 0xff, +0xc code 20  ENODATA (0xff; below 21)
+ *   4     +0x0 data 0, +0x8 code 0      ENODATA
+ *   5     +0x4 code 20, +0xc code 0xff  ENODATA
+ *   6     +0x0 code 0x5a                120 °C (clamped at code 80)
+ *   7     +0x4 0xbadf0007, +0xc ~0      hidden (every slot dead)
+ *   8     +0x0, +0x8 0xBADFxxxx         hidden
+ *   9     +0x4 code 0x15                2 °C (lowest valid code)
+ *   10    +0x0 0xa52d1234               50 °C (junk in 31:24, 15:0)
+ *   11    +0x4 code 0x33                62 °C
+ *   partitions 6, 7 absent (status 0xBADFxxxx; beyond AD102's 6)
  */
 static void fixture_ada_g6x(void)
 {
-	static const struct { uint32_t data, valid; } part[GB_NMEM] = {
-		{ 0x00400000u, 0x0f0005a5u }, { 0x00380000u, 0x01000000u },
-		{ 0x003a0000u, 0x0e000000u }, { 0x003c0000u, 0xbadf1234u },
-		{ 0x003c0000u, 0xffffffffu }, { 0x00140000u, 0x0f000000u },
-		{ 0x005a0000u, 0x0f000000u }, { 0xbadf0007u, 0x0f000000u },
-		{ 0xffffffffu, 0xffffffffu }, { 0x00150000u, 0x0f000000u },
-		{ 0xa52d1234u, 0x0f000000u }, { 0x00330000u, 0x03000000u },
-		{ 0xbadf000cu, 0xbadf5040u }, { 0xbadf000du, 0xbadf5040u },
-		{ 0xbadf000eu, 0xbadf5040u }, { 0xbadf000fu, 0xbadf5040u },
+	static const uint32_t part[GB_NPART][5] = {
+		{ 0x00400000u, 0x00380000u, 0x003e0000u, 0x00000000u, 0x030005a5u },
+		{ 0x00300000u, 0x00ff0000u, 0x00300000u, 0x00140000u, 0x0a000000u },
+		{ 0x00000000u, 0x00140000u, 0x00001234u, 0x00ff1234u, 0x0f000000u },
+		{ 0x005a0000u, 0xbadf0007u, 0x00300000u, 0xffffffffu, 0x0b000000u },
+		{ 0xbadf0008u, 0x00150000u, 0xbadf0108u, 0x00140000u, 0x07000000u },
+		{ 0xa52d1234u, 0x00330000u, 0x00200000u, 0x00200000u, 0x030005a5u },
+		{ 0xbadf0006u, 0xbadf0006u, 0xbadf0006u, 0xbadf0006u, 0xbadf5040u },
+		{ 0xbadf0007u, 0xbadf0007u, 0xbadf0007u, 0xbadf0007u, 0xbadf5040u },
 	};
-	uint32_t p;
+	uint32_t p, k;
 
 	fixture_ada();
-	for (p = 0; p < GB_NMEM; p++) {
-		wr(GB_MEM(p), part[p].data);
-		wr(GB_VALID(GB_MEM(p)), part[p].valid);
+	for (p = 0; p < GB_NPART; p++) {
+		for (k = 0; k < 4; k++)
+			wr(GB_WORD(p, k), part[p][k]);
+		wr(GB_STATUS(p), part[p][4]);
 	}
 }
 
-/* "gb202-full": the gb202 fixture with all 16 modules present (56 + 2p °C). */
+/*
+ * "ga102-clam": a GA102 clamshell board (RTX 3090: strap 0x900200 bit 22,
+ * 24 chips); back-side codes in bits 31:24. t-thermal-layout.sh checks:
+ *   p0  mem0 = 64, mem0b = 84 (+0x8's back), mem1 = 62 (+0xc), mem1b = 60
+ *   p1  status 0x05: mem2 = 72, mem2b = 88; mem3, mem3b no number
+ *   p2  mem4 = 68, mem4b none (back codes 0xff and 0); mem5 = 76,
+ *       mem5b = 120 (code 0x5a clamped)
+ *   p3  status 0xBADFxxxx: mem6, mem7 and their back sides hidden
+ *   p4  mem8 = 46, mem8b = 44; mem9 = 54, mem9b = 56 (+0xc poisoned)
+ *   p5  every word 0xBADFxxxx: mem10, mem11 and back sides hidden
+ * With the strap bit clear the same words show the front chips only.
+ */
+static void fixture_ga102_clam(void)
+{
+	static const uint32_t part[6][5] = {
+		{ 0x3c300000u, 0x32310000u, 0x3e340000u, 0x00330000u, 0x0f000000u },
+		{ 0x40380000u, 0x30300000u, 0x00300000u, 0x30300000u, 0x05000000u },
+		{ 0xff360000u, 0x5a3a0000u, 0x00350000u, 0x00000000u, 0x0f000000u },
+		{ 0x30300000u, 0x30300000u, 0x30300000u, 0x30300000u, 0xbadf5040u },
+		{ 0x2a2b0000u, 0x302f0000u, 0x00000000u, 0xbadf0003u, 0x0f000000u },
+		{ 0xbadf0010u, 0xbadf0011u, 0xbadf0012u, 0xbadf0013u, 0x0f000000u },
+	};
+	uint32_t p, k;
+
+	fixture_ada();
+	for (p = 0; p < 6; p++) {
+		for (k = 0; k < 4; k++)
+			wr(GB_WORD(p, k), part[p][k]);
+		wr(GB_STATUS(p), part[p][4]);
+	}
+	wr(NV_STRAP, NV_STRAP_CLAMSHELL | 0x13u);	/* junk in other bits */
+}
+
+/* "gb202-full": the gb202 fixture with all 16 chips present (56 + 2n °C). */
 static void fixture_gb202_full(void)
 {
 	fixture_gb202();
-	wr(GB_MEM(6), (0x30u + 6) << 16);
-	wr(GB_VALID(GB_MEM(6)), GDDR7_VALID);
-	wr(GB_MEM(15), (0x30u + 15) << 16);
-	wr(GB_VALID(GB_MEM(15)), GDDR7_VALID);
+	gb202_chip(6, 0x30u + 6);
+	gb202_chip(15, 0x30u + 15);
 }
 
 /* Every register any recipe reads. */
@@ -335,10 +478,11 @@ static void fill_all(uint32_t val, bool validity)
 		wr(GB_CH(i), val);
 	wr(GB_HWMAX, val);
 	wr(GB_HWAVG, val);
-	for (p = 0; p < GB_NMEM; p++) {
-		wr(GB_MEM(p), val);
+	for (p = 0; p < GB_NPART; p++) {
+		for (i = 0; i < 4; i++)
+			wr(GB_WORD(p, i), val);
 		if (validity)
-			wr(GB_VALID(GB_MEM(p)), val);
+			wr(GB_STATUS(p), val);
 	}
 	wr(GB_BCAST, val);
 	wr(ADA_MEM, val);
@@ -357,16 +501,17 @@ static void dump(void)
 		printf("%-8s 0x%06x 0x%08x %.8g\n", die_names[i], GB_CH(0) + 4 * i, raw,
 		       (raw & 0xffff) / 256.0);
 	}
-	for (p = 0; p < GB_NMEM; p++) {
-		raw = rd(GB_MEM(p));
-		v = rd(GB_VALID(GB_MEM(p)));
-		if ((raw & 0xffff0000u) == 0xbadf0000u)
-			printf("mem%-5u 0x%06x 0x%08x absent\n", p, GB_MEM(p), raw);
-		else
-			printf("mem%-5u 0x%06x 0x%08x %d%s\n", p, GB_MEM(p), raw,
-			       2 * (int)(((raw >> 16) & 0xff) > 80 ? 80 : (raw >> 16) & 0xff) - 40,
-			       (v & GDDR7_VALID) == GDDR7_VALID ? "" : " (invalid)");
+	/* raw words: the layout is the kernel's to decode, not the dump's */
+	for (p = 0; p < GB_NPART; p++) {
+		v = rd(GB_STATUS(p));
+		printf("p%-7u 0x%06x", p, GB_PART(p));
+		for (i = 0; i < 4; i++) {
+			raw = rd(GB_WORD(p, i));
+			printf(" 0x%08x", raw);
+		}
+		printf(" status 0x%08x\n", v);
 	}
+	printf("%-8s 0x%06x 0x%08x\n", "strap", NV_STRAP, rd(NV_STRAP));
 	raw = rd(GB_BCAST);
 	printf("%-8s 0x%06x 0x%08x\n", "mem", GB_BCAST, raw);
 	printf("%-8s 0x%06x 0x%08x\n", "ada-mem", ADA_MEM, rd(ADA_MEM));
@@ -476,7 +621,8 @@ static void cmd_counter(struct opts *o)
 	for (k = 0; k < n; k++) {
 		sleep_until(t0 + k * period);
 		raw = o->base + (uint32_t)(k % 0x2000);
-		wr(off, raw);
+		/* the log keeps the count; a die register also says "sampled" */
+		wr(off, kind == 'd' ? DIE_VALID | raw : raw);
 		if (log) {
 			t = now_ns();
 			fprintf(log, "%llu %llu %u\n", (unsigned long long)k,
@@ -519,8 +665,8 @@ static void cmd_load(struct opts *o)
 		}
 		put_temp(GB_HWMAX, 'd', mx + 1.25);
 		put_temp(GB_HWAVG, 'd', sum / 4);
-		for (p = 0; p < GB_NMEM; p++)
-			put_temp(GB_MEM(p), 'm', 50.0 + 30.0 * load + (p % 4) * 2.0);
+		for (p = 0; p < GB_NCHIP; p++)
+			put_chip(p, 50.0 + 30.0 * load + (p % 4) * 2.0);
 		put_temp(GB_BCAST, 'm', 50.0 + 30.0 * load + 6.0);
 	}
 }
@@ -533,7 +679,8 @@ static void usage(FILE *f)
 	      "  (-b and -f repeat: one-shot commands then apply to every file)\n"
 	      "Commands:\n"
 	      "  fixture NAME           exact known raw values (see the source for the tables):\n"
-	      "                         gb202, gb202-full (all 16 modules), ada, ada-g6x\n"
+	      "                         gb202, gb202-full (all 16 chips), gb202-layout,\n"
+	      "                         ada, ada-g6x, ga102-clam\n"
 	      "  set REG VALUE          write a raw 32-bit value\n"
 	      "  get REG                print a raw value\n"
 	      "  temp REG CELSIUS       write a temperature in REG's format (GDDR7: with validity)\n"
@@ -542,11 +689,12 @@ static void usage(FILE *f)
 	      "  counter [--reg ch0] [--hz 50] [--seconds 30] [--base 0x2000] [--log FILE]\n"
 	      "  load [--seconds S] [--hz 20]              changing load for the demo (0: forever)\n"
 	      "  allones | poison       every sensor register reads 0xffffffff / 0xbadf1234\n"
-	      "  validity-off [P]       clear GDDR7 validity bits 27:24 of module P (default: all)\n"
+	      "  validity-off [N]       clear the status bits of chip N's slots (default: all)\n"
 	      "  zero                   clear every sensor register\n"
-	      "  dump                   decode the GB202 registers\n"
-	      "REG: ch0..ch3 hotspot average mem mem0..mem15 mem0-valid..mem15-valid\n"
-	      "     ada-mem ga104-mem ada-hotspot, or a byte offset\n"
+	      "  dump                   the GB202 die values and the raw partition words\n"
+	      "REG: ch0..ch3 hotspot average mem mem0..mem15 (chip N's first slot)\n"
+	      "     mem0-valid..mem15-valid (its partition's status) p0-w0..p7-w3\n"
+	      "     p0-status..p7-status strap ada-mem ga104-mem ada-hotspot, or an offset\n"
 	      "Exit status: 0 done, 1 error, 2 usage.\n", f);
 }
 
@@ -624,17 +772,21 @@ static int run(const char *file, bool is_dev, int argc, char *argv[])
 
 	if (!strcmp(cmd, "fixture")) {
 		if (argc != 2)
-			die("fixture needs a name: gb202, gb202-full, ada or ada-g6x");
+			die("fixture needs a name: gb202, gb202-full, gb202-layout, ada, ada-g6x or ga102-clam");
 		if (!strcmp(argv[1], "gb202"))
 			fixture_gb202();
 		else if (!strcmp(argv[1], "gb202-full"))
 			fixture_gb202_full();
 		else if (!strcmp(argv[1], "ada"))
 			fixture_ada();
+		else if (!strcmp(argv[1], "gb202-layout"))
+			fixture_gb202_layout();
 		else if (!strcmp(argv[1], "ada-g6x"))
 			fixture_ada_g6x();
+		else if (!strcmp(argv[1], "ga102-clam"))
+			fixture_ga102_clam();
 		else
-			die("unknown fixture `%s' (gb202, gb202-full, ada, ada-g6x)", argv[1]);
+			die("unknown fixture `%s' (gb202, gb202-full, gb202-layout, ada, ada-g6x, ga102-clam)", argv[1]);
 	} else if (!strcmp(cmd, "set")) {
 		if (argc != 3)
 			die("set needs REG VALUE");
@@ -669,17 +821,17 @@ static int run(const char *file, bool is_dev, int argc, char *argv[])
 	} else if (!strcmp(cmd, "zero")) {
 		fill_all(0, true);
 	} else if (!strcmp(cmd, "validity-off")) {
-		uint32_t p, first = 0, last = GB_NMEM - 1;
+		uint32_t n, first = 0, last = GB_NCHIP - 1;
 
 		if (argc == 2) {
 			first = last = parse_u32(argv[1]);
-			if (first >= GB_NMEM)
-				die("module %u does not exist (0..15)", first);
+			if (first >= GB_NCHIP)
+				die("chip %u does not exist (0..15)", first);
 		} else if (argc > 2) {
-			die("validity-off takes at most one module number");
+			die("validity-off takes at most one chip number");
 		}
-		for (p = first; p <= last; p++)
-			wr(GB_VALID(GB_MEM(p)), rd(GB_VALID(GB_MEM(p))) & ~GDDR7_VALID);
+		for (n = first; n <= last; n++)
+			wr(GB_STATUS(n / 2), rd(GB_STATUS(n / 2)) & ~chip_bits(n));
 	} else if (!strcmp(cmd, "dump")) {
 		dump();
 	} else {

@@ -1,0 +1,53 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+#
+# Issue 19 item 4 (review N2): a GPU fallen off the bus stays bound and
+# reads all-ones everywhere (open-gpu-kernel-modules nv.c: nvidia.ko keeps
+# it while nvidia-persistenced holds it), and each read may stall. The
+# first all-ones die register ends a pass (one read a pass, where the old
+# sampler read all six die words), passes back off exponentially to one
+# every 4 s (NVS_DEAD_PROBE_MAX_MS), status says why, and the readings
+# come back by themselves when the registers answer again. mmio_reads is
+# the witness.
+set -u
+
+sim_fixture_all gb202
+nvs_load || { t_fail thermal-dead-load "insmod failed"; exit 0; }
+c=$(sim_class 0) h=$(sim_hwmon 0)
+wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
+want="unavailable: all-ones (fallen off the bus or in reset)"
+
+sim 0 allones
+wait_for 3 '[[ $(read_err "$c/status") == "$want" ]]'
+t_eq thermal-dead-status "$(read_err "$c/status")" "$want"
+t_eq thermal-dead-enodata "$(read_err "$(hw_temp "$h" ch0)_input")" "No data available"
+
+# After 2 s of backoff the passes are at least 1.28 s apart (20 ms doubled
+# 6 times): over the next 6 s at most 6 tries, one read each. Without the
+# backoff: 50 passes a second of 6 reads, 1800.
+nvs_sleep 2
+r0=$(read_err "$c/mmio_reads") u0=$(read_err "$c/unavailable_reads")
+nvs_sleep 6
+r1=$(read_err "$c/mmio_reads") u1=$(read_err "$c/unavailable_reads")
+echo "dead GPU over 6 s: $((r1 - r0)) reads, $((u1 - u0)) unavailable passes"
+if ((r1 - r0 >= 1 && r1 - r0 <= 6)); then
+	t_pass thermal-dead-backoff
+else
+	t_fail thermal-dead-backoff "$((r1 - r0)) reads in 6 s (want 1..6: a slow probe, one read a try)"
+fi
+t_eq thermal-dead-one-read-a-pass "$((r1 - r0))" "$((u1 - u0))"
+
+# The GPU answers again: readings return within the 4 s ceiling.
+sim 0 fixture gb202
+wait_for 8 '[[ $(read_err "$c/status") == ok ]]'
+t_eq thermal-dead-recovers "$(read_err "$c/status") $(read_err "$(hw_temp "$h" ch0)_input")" "ok 90215"
+# and the backoff is over: a full rate again
+r0=$(read_err "$c/mmio_reads")
+nvs_sleep 1
+r1=$(read_err "$c/mmio_reads")
+if ((r1 - r0 >= 100)); then
+	t_pass thermal-dead-full-rate-again
+else
+	t_fail thermal-dead-full-rate-again "$((r1 - r0)) reads in 1 s after recovery (want >= 100: 50 passes of 6)"
+fi
+nvs_unload

@@ -1,0 +1,122 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+#
+# Issue 19 item 1: every DRAM chip as the cards lay them out (kmod/chips.c,
+# "Per-chip memory temperatures"): two chips per partition, each the
+# hottest valid slot of its pair, GB202's 8 partitions, the clamshell back
+# side from the strap, invalid chips shown without a number, absent ones
+# hidden; and the reads a memory pass costs, with mmio_reads as witness.
+# Item 2: a GB20x die word needs bit 30; "mem" uses no summary register
+# without a validity word of its own.
+set -u
+
+genl() { python3 -S "$NVS_TOP/tests/vm/tools/nvs_genl.py" "$@"; }
+
+# check NAME HWMON: the labels and values of the assoc array "want"
+# ("-": shown, ENODATA); every other memN label must be absent
+check() {
+	local name=$1 h=$2 l p v w bad=
+	t_eq "$name-labels" "$(sort "$h"/temp*_label | tr '\n' ' ')" \
+		"$(printf '%s\n' "${!want[@]}" | sort | tr '\n' ' ')"
+	for l in "${!want[@]}"; do
+		p=$(hw_temp "$h" "$l" 2>/dev/null) || { bad+=" $l:missing"; continue; }
+		v=$(read_err "${p}_input")
+		[[ ${want[$l]} == - ]] && w="No data available" || w=${want[$l]}
+		[[ $v == "$w" ]] || bad+=" $l=$v!=$w"
+	done
+	[[ -z $bad ]] && t_pass "$name-values" || t_fail "$name-values" "$bad"
+}
+
+# --- GB202: 8 partitions, one rule each (nvsim fixture gb202-layout) -------
+sim_fixture_all gb202
+sim 0 fixture gb202-layout
+declare -A want=(
+	[hotspot]=92250 [average]=79301 [ch0]=90215 [ch1]=79500 [ch2]=75102
+	[ch3]=76949 [mem]=120000
+	[mem0]=64000 [mem1]=60000 [mem2]=72000 [mem3]=- [mem4]=76000 [mem5]=-
+	[mem10]=120000 [mem11]=- [mem12]=50000 [mem13]=2000 [mem14]=- [mem15]=90000
+)
+nvs_load || { t_fail layout-gb202-load "insmod failed"; exit 0; }
+c=$(sim_class 0) h=$(sim_hwmon 0)
+wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
+wait_for 3 '[[ $(read_err "$(hw_temp "$h" mem0)_input") == 64000 ]]'
+check layout-gb202 "$h"
+# A memory pass reads each partition's status word once, then only the
+# sampled slots of its shown, valid chips: p0 5, p1 3, p2 3, p3 0 and p4 0
+# (absent), p5 3, p6 5, p7 3 = 22. Die: 6 a pass. sample_hz = mem_hz = 10
+# makes every pass a memory pass, so a pass costs exactly 28 reads.
+echo 10 >"$c/sample_hz"
+echo 10 >"$c/mem_hz"
+nvs_sleep 0.5
+read -r r p _ < <(genl window --gpu "${c##*/gpu}" --seconds 2)
+if ((p > 0 && r == p * 28)); then
+	t_pass layout-gb202-reads-a-pass
+else
+	t_fail layout-gb202-reads-a-pass "$r reads in $p passes (want 28 a pass: 6 die + 22 memory)"
+fi
+
+# --- item 2: validity as the public readers agree ---------------------------
+# A GB20x die word without bit 30 holds no sample: that channel only goes.
+sim 0 set ch2 0x00004b1a
+wait_for 3 '[[ $(read_err "$(hw_temp "$h" ch2)_input") == "No data available" ]]'
+t_eq layout-die-needs-bit30 "$(read_err "$(hw_temp "$h" ch2)_input") $(read_err "$(hw_temp "$h" ch0)_input")" \
+	"No data available 90215"
+# No chip with a reading: "mem" has no number; the broadcast register
+# (0x9a24c0, no validity word of its own; 56 °C here) is not used.
+sim 0 validity-off
+wait_for 3 '[[ $(read_err "$(hw_temp "$h" mem0)_input") == "No data available" ]]'
+t_eq layout-mem-no-summary-without-validity "$(read_err "$(hw_temp "$h" mem)_input")" "No data available"
+nvs_unload
+
+# --- GA102 clamshell: the back side in bits 31:24 (fixture ga102-clam) -----
+sim 0 fixture ga102-clam
+declare -A want=(
+	[hotspot]=75000 [mem]=86406
+	[mem0]=64000 [mem0b]=84000 [mem1]=62000 [mem1b]=60000
+	[mem2]=72000 [mem2b]=88000 [mem3]=- [mem3b]=-
+	[mem4]=68000 [mem4b]=- [mem5]=76000 [mem5b]=120000
+	[mem8]=46000 [mem8b]=44000 [mem9]=54000 [mem9b]=56000
+)
+nvs_load sim=1af4:1110:2:ga102 || { t_fail layout-ga102-load "insmod failed"; exit 0; }
+c=$(sim_class 0) h=$(sim_hwmon 0)
+wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
+wait_for 3 '[[ $(read_err "$(hw_temp "$h" mem0b)_input" 2>/dev/null) == 84000 ]]'
+check layout-ga102-clamshell "$h"
+nvs_unload
+
+# The same words without the strap bit: front chips only, same values.
+sim 0 set strap 0x13
+declare -A want=(
+	[hotspot]=75000 [mem]=86406
+	[mem0]=64000 [mem1]=62000 [mem2]=72000 [mem3]=- [mem4]=68000
+	[mem5]=76000 [mem8]=46000 [mem9]=54000
+)
+nvs_load sim=1af4:1110:2:ga102 || { t_fail layout-ga102-front-load "insmod failed"; exit 0; }
+c=$(sim_class 0) h=$(sim_hwmon 0)
+wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
+wait_for 3 '[[ $(read_err "$(hw_temp "$h" mem0)_input") == 64000 ]]'
+check layout-ga102-no-strap "$h"
+nvs_unload
+
+# --- an absent chip is re-probed with a backoff ----------------------------
+# gb202: chips 6 and 15 absent. mem_reprobe_s 1: re-probes 1, 2, 4, 8 s...
+# apart, each 6 reads (two status words, two slots each). Every pass a
+# memory pass (sample_hz = mem_hz = 10): 6 die + 36 memory reads (14 valid
+# chips: 5 x 6 partitions + 3 + 3), so what is left is re-probes. In 7.5 s
+# a fixed 1 s interval makes 7 (42 reads); the backoff at most 3.
+sim 0 fixture gb202
+nvs_load mem_reprobe_s=1 || { t_fail layout-reprobe-load "insmod failed"; exit 0; }
+c=$(sim_class 0)
+wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
+echo 10 >"$c/sample_hz"
+echo 10 >"$c/mem_hz"
+nvs_sleep 0.3
+read -r r p _ < <(genl window --gpu "${c##*/gpu}" --seconds 7.5)
+extra=$((r - p * 42))
+echo "reprobe backoff: $r reads in $p passes, $extra re-probe reads"
+if ((p > 0 && extra >= 0 && extra <= 3 * 6 && extra % 6 == 0)); then
+	t_pass layout-absent-reprobe-backoff
+else
+	t_fail layout-absent-reprobe-backoff "$extra reads beyond the passes in 7.5 s (want 0..18 in steps of 6: at most 3 re-probes)"
+fi
+nvs_unload
