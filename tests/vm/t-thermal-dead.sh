@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: kernel (tests/vm/lanes.tsv)
 #
 # Issue 19 item 4 (review N2): a GPU fallen off the bus stays bound and
 # reads all-ones everywhere (open-gpu-kernel-modules nv.c: nvidia.ko keeps
