@@ -630,7 +630,6 @@ def s_mem_raw(r, s):
     word. Read-only, through the sysfs resource0 file, never past the
     chip's last partition, never from a GPU that is asleep."""
     import mmap
-    import struct
     gpus = r.pci if getattr(r, "pci", None) else sysfs_gpus()
     if not gpus:
         raise Skip("no NVIDIA GPU in %s" % PCI)
@@ -652,9 +651,13 @@ def s_mem_raw(r, s):
             os.close(fd)
             lines.append("%s: cannot map BAR0 (%s)" % (g["bdf"], e))
             continue
+        # One 32-bit load per register: BAR0 registers are read as whole
+        # words (the module uses readl). struct's "<I" assembles a word from
+        # four single-byte loads; a native "I" memoryview item is one load.
+        words = memoryview(m).cast("I")
         try:
             def rd(off):
-                return struct.unpack_from("<I", m, off)[0]
+                return words[off // 4]
             boot0 = rd(0)
             chip = (boot0 >> 20) & 0xfff
             parts = MEM_PARTS.get(chip, 0)
@@ -664,6 +667,7 @@ def s_mem_raw(r, s):
                 base = MEM_BASE + p * MEM_STRIDE
                 dump["partitions"].append(["0x%08x" % rd(base + 4 * k) for k in range(5)])
         finally:
+            words.release()
             m.close()
             os.close(fd)
         dumps.append(dump)
