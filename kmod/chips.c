@@ -65,20 +65,29 @@
  * the last partition: gddr7-temp warns that reading past GB202's 8 can hit
  * reserved MMIO.
  *
- * Which public reader each rule follows:
- *   - slot pairing, status bits 24..27, the 0x50 clamp, the back side in
- *     bits 31:24 and the strap: LACT's NvAPI per-module reader
- *     (lact-daemon nvidia/nvapi.rs read_vram_temps, pull request #1125,
- *     "tested on Ampere, Ada and Blackwell") and PawnIO.Modules Nvidia.p
- *     (pull request #89, "tested on RTX 5090"); TB reads the GB202 strap at
- *     0x9a0200 instead, unreconciled;
- *   - data 0 / ~0 / 0xBADFxxxx and codes 0 / 0xFF as non-readings: PawnIO
- *     and LACT (both skip them);
+ * Which public reader each rule follows, and where they differ (both
+ * re-read for this comment; neither is NVIDIA documentation):
+ *   - LACT's NvAPI per-module reader (lact-daemon nvidia/nvapi.rs
+ *     read_vram_temps, "tested on Ampere, Ada and Blackwell"): the slot
+ *     pairs +0x0/+0x8 (status bits 24/26) and +0x4/+0xc (bits 25/27),
+ *     the status word at +0x10, the 0x50 clamp, the strap and the back
+ *     side in bits 31:24 of the same word, and data 0 / ~0 / 0xBADFxxxx
+ *     and codes 0 / 0xFF as non-readings. LACT takes the FIRST valid slot
+ *     of a pair; the hottest is taken here, as PawnIO does for its pairs
+ *     (an alarm must not miss the hotter of two readings of one chip);
+ *     the two rules differ only when both slots of a pair hold a sample;
+ *   - PawnIO.Modules Nvidia.p ("tested on RTX 5090") pairs otherwise:
+ *     each data word with a second bank at 0x901348 + p * 0x4000 (status
+ *     bits 28..31), the hottest of the two; on clamshell boards the
+ *     +0x8/+0xc slots are chips of their own, bits 31:24 are never read,
+ *     and only ~0 and 0xBADFxxxx are skipped. The second bank is not
+ *     read here. On a clamshell GA102 the two models disagree; neither
+ *     reader says it was tested on one, and the tests/device raw
+ *     partition dump is what settles it;
+ *   - TB reads the GB202 strap at 0x9a0200 instead, unreconciled;
  *   - the partition counts: gddr7-temp offsets.yaml (RTX 5090: 8, "verified
  *     on real hardware"; 5080/5070 Ti 4; 5070 3) and bus width / 64 for
- *     Ampere/Ada;
- *   - PawnIO also reads a second bank at 0x901348 + p * 0x4000; no other
- *     reader does, and it is not read here.
+ *     Ampere/Ada (LACT walks partitions 0..8 and skips what fails).
  * A memory pass reads a partition's status word once, then only the slots
  * of its shown chips whose status bit is set: at most 5 reads for the two
  * chips of a partition and their back sides (sampler.c, the budget).
