@@ -325,7 +325,15 @@ static void nvs_attach(struct nvs_gpu *gpu)
 			 gpu->index, ret);
 
 	mutex_lock(&gpu->lock);
-	nvs_gpu_set_status(gpu, NVS_STATUS_OK, "");
+	/*
+	 * Mapped is not read (review N17): "ok" is left to the first pass
+	 * that reads a valid sensor (nvs_pass()). The probe in nvs_map() may
+	 * already have found the GPU asleep or unreadable; that stays.
+	 */
+	if (gpu->status != NVS_STATUS_ASLEEP &&
+	    gpu->status != NVS_STATUS_UNAVAILABLE)
+		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE,
+				   "no reading yet");
 	nvs_sampler_set_hz(gpu, gpu->sample_hz);	/* wakes the sampler */
 	mutex_unlock(&gpu->lock);
 }
