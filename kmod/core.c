@@ -31,6 +31,7 @@
 #include <linux/device.h>
 #include <linux/io.h>
 #include <linux/pci.h>
+#include <linux/reboot.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include "nvs.h"
@@ -44,6 +45,7 @@ unsigned int nvs_gen;
 static DEFINE_MUTEX(nvs_attach_lock);
 static unsigned int nvs_next_index;
 static bool nvs_unloading;		/* under nvs_attach_lock */
+static bool nvs_going_down;		/* under nvs_attach_lock: reboot */
 
 #define NVS_SIM_MAX	8
 
@@ -306,7 +308,8 @@ static void nvs_attach(struct nvs_gpu *gpu)
 	char why[48];
 	int ret;
 
-	if (gpu->mapped || gpu->removed)
+	/* after the reboot notifier nothing is mapped again (nvs_reboot_notify) */
+	if (gpu->mapped || gpu->removed || nvs_going_down)
 		return;
 
 	ret = nvs_map(gpu, why, sizeof(why));
@@ -325,7 +328,15 @@ static void nvs_attach(struct nvs_gpu *gpu)
 			 gpu->index, ret);
 
 	mutex_lock(&gpu->lock);
-	nvs_gpu_set_status(gpu, NVS_STATUS_OK, "");
+	/*
+	 * Mapped is not read (review N17): "ok" is left to the first pass
+	 * that reads a valid sensor (nvs_pass()). The probe in nvs_map() may
+	 * already have found the GPU asleep or unreadable; that stays.
+	 */
+	if (gpu->status != NVS_STATUS_ASLEEP &&
+	    gpu->status != NVS_STATUS_UNAVAILABLE)
+		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE,
+				   "no reading yet");
 	nvs_sampler_set_hz(gpu, gpu->sample_hz);	/* wakes the sampler */
 	mutex_unlock(&gpu->lock);
 }
@@ -584,6 +595,45 @@ static struct notifier_block nvs_pci_nb = {
 };
 
 /*
+ * Reboot, halt, power-off and kexec (review N11). kernel_restart_prepare()
+ * and kernel_shutdown_prepare() (kernel/reboot.c), and kernel_kexec() through
+ * kernel_restart_prepare() (kernel/kexec_core.c), run the reboot notifier
+ * chain before device_shutdown(), which calls each owner's ->shutdown()
+ * (pci_device_shutdown(), drivers/pci/pci-driver.c) with no bus
+ * notification; on kexec that also clears bus mastering. So the reads stop
+ * here, before any owner shuts its GPU down.
+ * Not the PCI shutdown path: ->shutdown() belongs to the driver bound to
+ * the GPU (nvidia.ko, nouveau), and nvsidecar binds to nothing. Not a
+ * sys-off handler: those run after device_shutdown(), too late.
+ * Every GPU is unmapped under its lock, which waits for a pass in flight;
+ * nvs_going_down keeps a late bind from mapping again. Nothing is
+ * unregistered: hwmon and netlink readers get -ENODATA and the status.
+ */
+static int nvs_reboot_notify(struct notifier_block *nb, unsigned long action,
+			     void *data)
+{
+	struct nvs_gpu *gpu;
+
+	mutex_lock(&nvs_attach_lock);
+	nvs_going_down = true;
+	list_for_each_entry(gpu, &nvs_gpus, node) {
+		mutex_lock(&gpu->lock);
+		if (gpu->mapped) {
+			nvs_unmap(gpu);
+			nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE,
+					   "system going down");
+		}
+		mutex_unlock(&gpu->lock);
+	}
+	mutex_unlock(&nvs_attach_lock);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block nvs_reboot_nb = {
+	.notifier_call = nvs_reboot_notify,
+};
+
+/*
  * "vendor:device:bar:chip[:owned]". Returns -ENOENT for an unknown chip,
  * -EPERM for a device other than ivshmem, -EINVAL for anything malformed.
  */
@@ -686,9 +736,14 @@ int nvs_core_init(const char *sim)
 	 * Notifier first, then the scan: a device that appears in between is
 	 * seen twice and deduplicated by nvs_add(), never missed.
 	 */
-	ret = bus_register_notifier(&pci_bus_type, &nvs_pci_nb);
+	/* before anything is mapped, so that no mapping outlives a reboot */
+	ret = register_reboot_notifier(&nvs_reboot_nb);
 	if (ret)
 		return ret;
+
+	ret = bus_register_notifier(&pci_bus_type, &nvs_pci_nb);
+	if (ret)
+		goto err_reboot_nb;
 
 	pci_lock_rescan_remove();
 	while ((pdev = pci_get_device(PCI_ANY_ID, PCI_ANY_ID, pdev)) != NULL) {
@@ -698,6 +753,10 @@ int nvs_core_init(const char *sim)
 	}
 	pci_unlock_rescan_remove();
 	return 0;
+
+err_reboot_nb:
+	unregister_reboot_notifier(&nvs_reboot_nb);
+	return ret;
 }
 
 void nvs_core_uninit(void)
@@ -722,4 +781,9 @@ void nvs_core_uninit(void)
 	mutex_unlock(&nvs_attach_lock);
 	bus_unregister_notifier(&pci_bus_type, &nvs_pci_nb);
 	pci_unlock_rescan_remove();
+	/*
+	 * Last: a reboot during the teardown still stops what is left. It
+	 * waits for a call in flight, which takes nvs_attach_lock: not held.
+	 */
+	unregister_reboot_notifier(&nvs_reboot_nb);
 }

@@ -16,8 +16,9 @@
  *   tempN_highest        0444  highest value since the last reset, m°C
  *   tempN_lowest         0444  lowest value since the last reset, m°C
  *   tempN_reset_history  0200  write 1: reset highest/lowest
- *   tempN_max            0644  threshold, m°C, NVS_THRESH_MIN_MC..MAX_MC;
- *                              reads NVS_THRESH_MAX_MC when none is set
+ *   tempN_max            0644  threshold, m°C; reads NVS_THRESH_MAX_MC when
+ *                              none is set; a write is clamped to
+ *                              NVS_THRESH_MIN_MC..NVS_THRESH_MAX_MC
  *   tempN_max_alarm      0444  1 while the current reading is valid and
  *                              above max; 0 while there is none (asleep,
  *                              unbound, unreadable), whatever the last
@@ -37,6 +38,7 @@
  * waits for callbacks in flight, which take it.
  */
 #include <linux/hwmon.h>
+#include <linux/minmax.h>
 #include <linux/slab.h>
 #include "nvs.h"
 
@@ -131,8 +133,12 @@ static int nvs_hwmon_read(struct device *dev, enum hwmon_sensor_types type,
 	case hwmon_temp_max:
 		/*
 		 * No threshold reads as the highest settable one, which never
-		 * alarms: libsensors prints an error, then "high = +0.0°C",
-		 * for an unreadable _max.
+		 * alarms. Not -ENODATA, though hwmon's rules would prefer it:
+		 * lm-sensors 3.6.0 (Debian 12) prints "ERROR: Can't get value
+		 * of subfeature tempN_max: Can't read" for every such sensor
+		 * (tests/vm/t-thermal-values.sh, thermal-sensors-clean), and
+		 * hiding the attribute means registering the chip anew (a new
+		 * hwmonN) whenever a threshold is set or cleared.
 		 */
 		*val = s->has_max ? s->max : NVS_THRESH_MAX_MC;
 		ret = 0;
@@ -190,8 +196,13 @@ static int nvs_hwmon_write(struct device *dev, enum hwmon_sensor_types type,
 		mutex_unlock(&gpu->lock);
 		return 0;
 	case hwmon_temp_max:
-		if (val < NVS_THRESH_MIN_MC || val > NVS_THRESH_MAX_MC)
-			return -EINVAL;
+		/*
+		 * A continuous limit is clamped, not refused
+		 * (Documentation/hwmon/sysfs-interface.rst, "clamp_val").
+		 * Text that is not a number never gets here: the hwmon core
+		 * refuses it with kstrtol()'s error.
+		 */
+		val = clamp_val(val, NVS_THRESH_MIN_MC, NVS_THRESH_MAX_MC);
 		mutex_lock(&gpu->lock);
 		ret = nvs_set_threshold(gpu, hw->sensor[channel], false, val);
 		mutex_unlock(&gpu->lock);

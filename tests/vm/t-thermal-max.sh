@@ -4,6 +4,8 @@
 #
 # Issue 2: the root-writable _max threshold, _max_alarm and the crossing
 # counters; malformed writes are refused and change nothing.
+# Issue 19 item 5 (hwmon's rules, Documentation/hwmon/sysfs-interface.rst):
+# a number out of range is clamped into it rather than refused.
 set -u
 
 sim_fixture_all gb202
@@ -36,8 +38,9 @@ sleep 0.3
 t_eq thermal-max-one-crossing-per-excursion "$(read_err "$c/threshold_crossings")" 4
 sim 0 temp ch0 90
 
-# Malformed or out-of-range values: refused, the threshold stays.
-for v in abc "" 95000x -41000 200001 99999999999999999999; do
+# Malformed values (not a number, or one kstrtol cannot hold): refused by
+# the hwmon core, the threshold stays.
+for v in abc "" 95000x 99999999999999999999; do
 	if echo "$v" >"${p}_max" 2>/dev/null; then
 		t_fail "thermal-max-refuses-'$v'" "the write succeeded"
 	else
@@ -45,7 +48,23 @@ for v in abc "" 95000x -41000 200001 99999999999999999999; do
 	fi
 done
 t_eq thermal-max-unchanged "$(read_err "${p}_max")" 95000
-# The limits themselves are accepted.
-echo -40000 >"${p}_max" && echo 200000 >"${p}_max"
-t_eq thermal-max-limits "$(read_err "${p}_max")" 200000
+# Numbers out of range are clamped to NVS_THRESH_MIN_MC..MAX_MC; the limits
+# themselves are kept as written.
+for v in -41000:-40000 200001:200000 -40000:-40000 200000:200000 \
+	 -9999999:-40000 9999999:200000; do
+	if echo "${v%%:*}" >"${p}_max" 2>/dev/null; then
+		t_eq "thermal-max-clamps-'${v%%:*}'" "$(read_err "${p}_max")" "${v#*:}"
+	else
+		t_fail "thermal-max-clamps-'${v%%:*}'" "the write was refused"
+	fi
+done
+# A clamped threshold still alarms: ch0 at 90 °C is above -40 °C.
+echo -41000 >"${p}_max"
+wait_for 3 '[[ $(read_err "${p}_max_alarm") == 1 ]]'
+t_eq thermal-max-clamped-alarms "$(read_err "${p}_max_alarm")" 1
+# Only netlink removes a threshold; afterwards _max reads the top of the
+# range again and the alarm is gone.
+"$NVS_BIN" set "${c##*/gpu}" threshold ch0 clear >/dev/null 2>&1 ||
+	t_fail thermal-max-clear "nvsidecar set ... threshold ch0 clear failed"
+t_eq thermal-max-cleared "$(read_err "${p}_max")/$(read_err "${p}_max_alarm")" "200000/0"
 nvs_unload
