@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: kernel (tests/vm/lanes.tsv)
 #
 # Issue 19 item 4 (review N17): `status' says ok only once a pass has read
 # something, not when the owner binds and the registers are mapped. The

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: kernel (tests/vm/lanes.tsv)
 #
 # Issue 19 item 4 (review N11): the reboot/kexec notifier that stops every
 # read before the owners' ->shutdown() (kmod/core.c nvs_reboot_notify) is
