@@ -366,7 +366,7 @@ static void nvs_dead_backoff(struct nvs_gpu *gpu, u64 now)
 	u64 delay = NSEC_PER_SEC / hz;
 
 	delay <<= min(gpu->dead_streak, 16U);
-	delay = min_t(u64, delay, NVS_DEAD_PROBE_MAX_MS * NSEC_PER_MSEC);
+	delay = min_t(u64, delay, (u64)NVS_DEAD_PROBE_MAX_MS * NSEC_PER_MSEC);
 	gpu->dead_streak++;
 	gpu->dead_until_ns = now + delay;
 }

@@ -26,10 +26,20 @@ t_eq thermal-dead-enodata "$(read_err "$(hw_temp "$h" ch0)_input")" "No data ava
 # After 2 s of backoff the passes are at least 1.28 s apart (20 ms doubled
 # 6 times): over the next 6 s at most 6 tries, one read each. Without the
 # backoff: 50 passes a second of 6 reads, 1800.
+# Both counters from one moment: a try landing between the two reads would
+# make them differ by one, so read until mmio_reads holds still around them.
+counters() {
+	local r a u
+	for _ in 1 2 3 4 5; do
+		r=$(read_err "$c/mmio_reads") u=$(read_err "$c/unavailable_reads") a=$(read_err "$c/mmio_reads")
+		[[ $r == "$a" ]] && break
+	done
+	echo "$r $u"
+}
 nvs_sleep 2
-r0=$(read_err "$c/mmio_reads") u0=$(read_err "$c/unavailable_reads")
+read -r r0 u0 < <(counters)
 nvs_sleep 6
-r1=$(read_err "$c/mmio_reads") u1=$(read_err "$c/unavailable_reads")
+read -r r1 u1 < <(counters)
 echo "dead GPU over 6 s: $((r1 - r0)) reads, $((u1 - u0)) unavailable passes"
 if ((r1 - r0 >= 1 && r1 - r0 <= 6)); then
 	t_pass thermal-dead-backoff
