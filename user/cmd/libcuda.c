@@ -48,7 +48,7 @@ static const char *exit_codes =
 	"Exit codes (nvsidecar(8) has the table): 0 done, or nothing to do (patch of\n"
 	"a library whose gate is already open); 1 failed (I/O error, no backup to\n"
 	"restore); 2 invalid arguments, an input that is not a usable libcuda (a\n"
-	"special file, over 512 MiB), or a refused layout (unsupported-layout: no\n"
+	"special file, over 256 MiB), or a refused layout (unsupported-layout: no\n"
 	"provable patch, or a written image that does not read back patched; the\n"
 	"reason is printed); 3 no libcuda or no CUDA driver or device; 4 permission\n"
 	"denied; 6 (verify) the gate is closed; 9 a patched copy is stale.\n";
@@ -678,6 +678,25 @@ static int cmd_verify(const struct opts *o)
 			free(r);
 			return out_fail(nvs_exit_for_path(errno), "Unable to find `%s' (the --lib given): %s", o->lib,
 					strerror(errno));
+		}
+		/*
+		 * What dlopen would load must be a regular file within the size
+		 * limit that status and patch apply: dlopen of a FIFO blocks in
+		 * open(), and a giant file is no libcuda (lc_elf_open's rule).
+		 */
+		if (S_ISDIR(st.st_mode)) {
+			snprintf(t, sizeof(t), "%s/libcuda.so.1", o->lib);
+			if (stat(t, &st) < 0) {
+				free(r);
+				return out_fail(nvs_exit_for_path(errno), "Unable to find `%s' in the --lib folder: %s", t,
+						strerror(errno));
+			}
+		}
+		if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > LC_MAX_LIB_SIZE) {
+			free(r);
+			return out_fail(NVS_EX_USAGE, "`%s' (the --lib given) is %s: not a libcuda",
+					o->lib, !S_ISREG(st.st_mode) ? "not a regular file" :
+					"more than the " LC_MAX_LIB_SIZE_TEXT " nvsidecar reads");
 		}
 		/* a patched copy (the folder, or a file in it) must be current, as for env */
 		snprintf(t, sizeof(t), "%s", o->lib);

@@ -13,11 +13,14 @@
  */
 #define LC_MAX_LOAD 16
 /*
- * The largest file read: 512 MiB, over four times the largest libcuda known
+ * The largest file read: 256 MiB, over twice the largest libcuda known
  * (615.71.09, 112 MB). Anything larger is refused before it is mapped
- * (-EFBIG), so no input, a sparse giant included, costs more than that.
+ * (-EFBIG), so no input, a sparse giant included, costs more than that:
+ * a patch hashes and copies the file twice, and at 512 MiB that alone
+ * passed the 5 s budget on a busy 2-core machine.
  */
-#define LC_MAX_LIB_SIZE (512ull << 20)
+#define LC_MAX_LIB_SIZE (256ull << 20)
+#define LC_MAX_LIB_SIZE_TEXT "256 MiB"
 
 struct lc_seg {
 	uint64_t vaddr, off, filesz, memsz;
