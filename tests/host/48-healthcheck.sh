@@ -214,6 +214,26 @@ pkill_ours
 node IDLE+DRAIN "nvsidecar: health check stuck: doctor (pid 1) started 99s ago has not exited"
 FAKE_DOCTOR=ok hc
 check hc-stuck-recovers '[[ $rc == 0 && $(st) == "IDLE|" && ! -e $work/run/healthcheck.doctor ]]'
+# A doctor that has exited but is not yet reaped (a zombie, as the stuck
+# one is for a moment after SIGKILL, until init collects it) is not stuck.
+zpid=$(python3 -c '
+import os, sys, time
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+print(pid, flush=True)
+os.close(1)
+time.sleep(20)' &)
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+	[[ $(awk '{print $3}' "/proc/$zpid/stat" 2>/dev/null) == Z ]] && break
+	sleep 0.2
+done
+zticks=$(awk '{print $22}' "/proc/$zpid/stat")
+printf '%s %s %s\n' "$zpid" "$zticks" "$(date +%s)" >"$work/run/healthcheck.doctor"
+node IDLE+DRAIN "nvsidecar: health check stuck: doctor (pid $zpid) started 99s ago has not exited"
+FAKE_DOCTOR=ok hc
+check hc-stuck-zombie-is-gone '[[ $rc == 0 && $(st) == "IDLE|" && ! -e $work/run/healthcheck.doctor ]]'
+kill "$(ps -o ppid= -p "$zpid" 2>/dev/null)" 2>/dev/null
 
 # The run before still holds the lock: young, this run leaves it be; past
 # its budget (limit 15 + kill 5 + 3 + 30), it is a drain reason.
