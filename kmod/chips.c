@@ -262,24 +262,24 @@ static const struct nvs_chip var = {					\
 #define CHIP(var, n, sim, s, w)	RECIPE(var, n, sim, s, w, 0, 0)
 
 RECIPE(chip_gb202, "gb202", "GeForce RTX 5090", gb202_sensors, gb202_windows,
-       8, 0);
+	8, 0);
 RECIPE(chip_gb203, "gb203", "GeForce RTX 5080", gb203_sensors, gb203_windows,
-       4, NV_MEM_STRAP);
+	4, NV_MEM_STRAP);
 RECIPE(chip_gb205, "gb205", "GeForce RTX 5070", gb205_sensors, gb205_windows,
-       3, NV_MEM_STRAP);
+	3, NV_MEM_STRAP);
 /* GeForce (GDDR6X, per-chip rows) and professional (GDDR6) variants */
 RECIPE(chip_ad102, "ad102", "GeForce RTX 4090", g6x12_sensors, g6x12_windows,
-       6, NV_MEM_STRAP);
+	6, NV_MEM_STRAP);
 CHIP(chip_ad102gl, "ad102gl", "RTX 6000 Ada Generation", ada_sensors, ada_windows);
 RECIPE(chip_ad103, "ad103", "GeForce RTX 4080", g6x8_sensors, g6x8_windows,
-       4, NV_MEM_STRAP);
+	4, NV_MEM_STRAP);
 RECIPE(chip_ad104, "ad104", "GeForce RTX 4070", g6x6_sensors, g6x6_windows,
-       3, NV_MEM_STRAP);
+	3, NV_MEM_STRAP);
 CHIP(chip_ad104gl, "ad104gl", "L4", ada_sensors, ada_windows);
 CHIP(chip_ad106, "ad106", "GeForce RTX 4070 Laptop", ada_sensors, ada_windows);
 CHIP(chip_ad107, "ad107", "GeForce RTX 4060 Laptop", ada_sensors, ada_windows);
 RECIPE(chip_ga102, "ga102", "GeForce RTX 3090", g6x12_sensors, g6x12_windows,
-       6, NV_MEM_STRAP);
+	6, NV_MEM_STRAP);
 CHIP(chip_ga102gl, "ga102gl", "RTX A5000", ada_sensors, ada_windows);
 CHIP(chip_ga106, "ga106", "RTX A2000", ada_sensors, ada_windows);
 /* GA104 as the RTX 3070 has the junction register elsewhere; A4000 does not */

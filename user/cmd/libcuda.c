@@ -672,6 +672,7 @@ static int cmd_verify(const struct opts *o)
 		char t[PATH_MAX], dir[PATH_MAX], err[512];
 		struct lc_stale s;
 		struct stat st;
+		bool folder;
 
 		/* the path the admin named: its problems are a bad argument */
 		if (stat(o->lib, &st) < 0) {
@@ -684,7 +685,8 @@ static int cmd_verify(const struct opts *o)
 		 * limit that status and patch apply: dlopen of a FIFO blocks in
 		 * open(), and a giant file is no libcuda (lc_elf_open's rule).
 		 */
-		if (S_ISDIR(st.st_mode)) {
+		folder = S_ISDIR(st.st_mode);
+		if (folder) {
 			snprintf(t, sizeof(t), "%s/libcuda.so.1", o->lib);
 			if (stat(t, &st) < 0) {
 				free(r);
@@ -700,7 +702,7 @@ static int cmd_verify(const struct opts *o)
 		}
 		/* a patched copy (the folder, or a file in it) must be current, as for env */
 		snprintf(t, sizeof(t), "%s", o->lib);
-		if (realpath(S_ISDIR(st.st_mode) ? o->lib : dirname(t), dir) &&
+		if (realpath(folder ? o->lib : dirname(t), dir) &&
 		    !copy_state(dir, &s, err, sizeof(err)) && s.stale) {
 			free(r);
 			return out_fail(NVS_EX_STALE, "STALE patched libcuda in %s: %s; run `%s libcuda patch --out %s' again",

@@ -32,8 +32,7 @@ bool nvs_env_no_color(void);
 /* Test hooks, read once per use; invalid or out-of-range values are 0. */
 /* NVS_TEST_WRITE_DELAY_MS: pause before an atomic rename, [0, 60000]. */
 unsigned int nvs_env_test_write_delay_ms(void);
-/* NVS_TEST_LIBCUDA_DROP_REWRITE: index of a planned rewrite `patch' leaves out, so the
- * re-check of the written image has something to catch; -1 when unset or invalid. */
+/* NVS_TEST_LIBCUDA_DROP_REWRITE: the planned rewrite `patch' leaves out (re-check tests); -1 unset. */
 long nvs_env_test_libcuda_drop_rewrite(void);
 /* NVS_RDMA_WAKE_DELAY_MS: delay before a completion wake-up, [0, 10000]. */
 unsigned int nvs_env_rdma_wake_delay_ms(void);
