@@ -125,6 +125,17 @@ done
 locks=$(cd "$work/nots" && find . -name '*.lock' -o -name '.*' ! -name . | tr '\n' ' ')
 [[ -z $locks ]] || bad+=" left beside: $locks"
 [[ -z $bad ]] && t_pass idle-fix-state-not-ours || t_fail idle-fix-state-not-ours "$bad"
+# a FIFO or a device as --nvml would block or feed dlopen() (T3-11): refused
+# with exit 2 before it, nothing written
+bad=
+for f in "$work/nots/fifo" /dev/zero; do
+	timeout 20 "$bin" idle-fix --dry-run --nvml "$f" --state "$work/nvml-fifo.state" >"$work/out" 2>"$work/err"
+	rc=$?
+	[[ $rc == 2 && ! -s $work/out && ! -e $work/nvml-fifo.state ]] &&
+		grep -q "Unable to load $f: not a regular file.*pass the NVML shared library itself" "$work/err" ||
+		bad+=" [$f] rc $rc: $(head -c 160 "$work/err")"
+done
+[[ -z $bad ]] && t_pass idle-fix-nvml-not-a-file || t_fail idle-fix-nvml-not-a-file "$bad"
 # an empty file is a state where nothing counts: accepted, and replaced
 : >"$work/nots/empty"
 fix --state "$work/nots/empty" >/dev/null 2>"$work/err"
@@ -178,9 +189,45 @@ if command -v setpriv >/dev/null && ((EUID == 0)); then
 	rc=$?
 	[[ $rc == 4 ]] && grep -q 'Permission denied; run as root, or pass --state' "$work/err" &&
 		t_pass idle-fix-state-eacces || t_fail idle-fix-state-eacces "rc $rc: $(head -1 "$work/err")"
+	# a state directory that cannot be created (as /run/nvsidecar for a non-root
+	# user): the mkdir's EACCES, exit 4, not the lock file's ENOENT (finding 12)
+	FAKE_NVML_STATE=$pub/nvml.state FAKE_CUDA_LOG=/dev/null setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+		"$NVS_WORLD_COPY" idle-fix --nvml "$pub/libnvidia-ml.so.1" --lib "$pub/libcuda.so.1" --state "$pub/locked/sub/state" \
+		>/dev/null 2>"$work/err"
+	rc=$?
+	[[ $rc == 4 ]] && grep -q "Unable to create the directory \`$pub/locked/sub' for the state file .*: Permission denied; run as root, or pass --state" "$work/err" &&
+		t_pass idle-fix-state-mkdir-eacces || t_fail idle-fix-state-mkdir-eacces "rc $rc: $(head -1 "$work/err")"
 	rm -rf "$pub"
 else
 	t_skip idle-fix-state-eacces "needs root and setpriv to try as an unprivileged user"
+	t_skip idle-fix-state-mkdir-eacces "needs root and setpriv to try as an unprivileged user"
+fi
+# a read-only or full file system under --state (private mounts): each says
+# what happened and what to do; counts that cannot be saved are an I/O
+# failure (exit 1), not a usage error (finding 12)
+cat >"$work/fs.sh" <<'EOF'
+mkdir -p "$WORK/ro" "$WORK/full"
+mount -t tmpfs -o ro,size=64k nvs-ro "$WORK/ro" || exit 90
+mount -t tmpfs -o size=16k nvs-full "$WORK/full" || exit 90
+head -c 1M /dev/zero >"$WORK/full/filler" 2>/dev/null
+fix() { "$BIN" idle-fix --nvml "$WORK/libnvidia-ml.so.1" --lib "$WORK/libcuda.so.1" "$@"; }
+fix --state "$WORK/ro/x.state" >"$WORK/ro.out" 2>"$WORK/ro.err"
+echo "ro $?"
+fix --state "$WORK/full/x.state" >"$WORK/full.out" 2>"$WORK/full.err"
+echo "full $?"
+EOF
+nvml 100 0
+if ((EUID == 0)) && WORK=$work BIN=$bin unshare -m bash "$work/fs.sh" >"$work/fs.rc" 2>&1; then
+	rc=$(awk '$1 == "ro" { print $2 }' "$work/fs.rc")
+	[[ $rc == 2 && ! -s $work/ro.out ]] &&
+		grep -q "Unable to open $work/ro/x.state.lock: Read-only file system; pass --state FILE on a writable file system" "$work/ro.err" &&
+		t_pass idle-fix-state-erofs || t_fail idle-fix-state-erofs "rc $rc: $(head -1 "$work/ro.err")"
+	rc=$(awk '$1 == "full" { print $2 }' "$work/fs.rc")
+	[[ $rc == 1 ]] && grep -q "No space left on device; this run's counts were not saved.*; free space there, or pass --state" "$work/full.err" &&
+		t_pass idle-fix-state-enospc || t_fail idle-fix-state-enospc "rc $rc: $(head -1 "$work/full.err")"
+else
+	t_skip idle-fix-state-erofs "needs root and a private mount namespace (unshare -m): $(tail -1 "$work/fs.rc" 2>/dev/null)"
+	t_skip idle-fix-state-enospc "needs root and a private mount namespace (unshare -m)"
 fi
 FAKE_NVML_INIT_ERROR=9 fix >/dev/null 2>"$work/err"
 rc=$?

@@ -234,9 +234,20 @@ v=$("$bin" libcuda verify --json --lib "$ip/libcuda.so.590.48.01")
 "$bin" libcuda restore --lib "$ip/libcuda.so.590.48.01" >/dev/null 2>"$work/err"
 [[ $? == 0 && $(sha "$ip/libcuda.so.590.48.01") == "$orig" ]] && t_pass libcuda-restore ||
 	t_fail libcuda-restore "$(cat "$work/err")"
-"$bin" libcuda restore --lib "$ip/libcuda.so.590.48.01" >/dev/null 2>"$work/err"
-[[ $? == 1 ]] && grep -q 'nothing to restore' "$work/err" && t_pass libcuda-restore-twice-refused ||
-	t_fail libcuda-restore-twice-refused "$(cat "$work/err")"
+# restore is idempotent (T3-16): a second one finds the original, says so, exits 0, changes nothing
+"$bin" libcuda restore --lib "$ip/libcuda.so.590.48.01" >"$work/out" 2>"$work/err"
+rc=$?
+[[ $rc == 0 ]] && grep -q '^Nothing to restore: .*libcuda.so.590.48.01 is not patched' "$work/out" &&
+	[[ $(sha "$ip/libcuda.so.590.48.01") == "$orig" ]] && t_pass libcuda-restore-twice ||
+	t_fail libcuda-restore-twice "rc $rc: $(cat "$work/out" "$work/err")"
+js=$("$bin" libcuda restore --json --lib "$ip/libcuda.so.590.48.01" 2>"$work/err")
+[[ $(jfield result <<<"$js") == nothing-to-restore ]] && t_pass libcuda-restore-twice-json ||
+	t_fail libcuda-restore-twice-json "$js $(cat "$work/err")"
+# a patched library with no in-place record has no backup: that is still a failure
+"$bin" libcuda restore --lib "$work/out-615/libcuda.so.615.71.09" >"$work/out" 2>"$work/err"
+rc=$?
+[[ $rc == 1 ]] && grep -q 'nothing to restore, and .* is patched: .*no backup' "$work/err" &&
+	t_pass libcuda-restore-unrecorded-patch || t_fail libcuda-restore-unrecorded-patch "rc $rc: $(cat "$work/err")"
 "$bin" libcuda patch --lib "$ip/libcuda.so.590.48.01" >/dev/null 2>"$work/err"
 [[ $? == 2 ]] && grep -q 'exactly one of --out' "$work/err" && t_pass libcuda-patch-needs-out ||
 	t_fail libcuda-patch-needs-out "$(cat "$work/err")"
@@ -482,7 +493,9 @@ else
 fi
 bad missing 2 "Unable to find" "$abin" libcuda status --lib "$work/nonexistent.so"
 gcc -shared -fPIC -o "$work/nocuda.so" -x c - <<<'int cuInit(unsigned f) { return f; }'
-bad no-export 2 "cuDeviceGetAttribute is not exported" "$abin" libcuda status --lib "$work/nocuda.so"
+bad no-export 2 "is not a libcuda: cuDeviceGetAttribute is not exported" "$abin" libcuda status --lib "$work/nocuda.so"
+# a program is not an unsupported layout to report (T3-23)
+bad not-libcuda 2 "/ls' is not a libcuda: cuDeviceGetAttribute is not exported" "$abin" libcuda status --lib /bin/ls
 # Section headers are optional for the loader and for us: analysis must not change.
 cp "$fx/590/libcuda.so.590.48.01" "$work/nosect.so"
 printf '\0\0\0\0\0\0\0\0' | dd of="$work/nosect.so" bs=1 seek=40 conv=notrunc status=none
@@ -621,6 +634,30 @@ bounded libcuda-bounded-verify-fifo 2 1 "$bin" libcuda verify --lib "$work/giant
 bounded libcuda-bounded-verify-huge 2 1 "$bin" libcuda verify --lib "$work/giant/huge.so"
 "$bin" libcuda verify --lib "$work/giant/huge.so" >/dev/null 2>"$work/err"
 grep -q '256 MiB' "$work/err" && t_pass libcuda-verify-size-limit-said || t_fail libcuda-verify-size-limit-said "$(cat "$work/err")"
+# verify's child has a time limit (T3-12): a cuInit that never returns, as on a
+# wedged GPU, is killed after NVS_TEST_VERIFY_TIMEOUT_S (120 s without it), exit 1
+mkdir -p "$work/stuck"
+if gcc -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$work/stuck/libcuda.so.1" -x c - <<'EOF'
+#include <unistd.h>
+int cuInit(unsigned int f) { (void)f; for (;;) pause(); }
+int cuDeviceGet(int *d, int o) { *d = o; return 0; }
+int cuDeviceGetCount(int *n) { *n = 1; return 0; }
+EOF
+then
+	s0=$SECONDS
+	NVS_TEST_VERIFY_TIMEOUT_S=2 timeout 60 "$abin" libcuda verify --lib "$work/stuck/libcuda.so.1" >"$work/out" 2>"$work/err"
+	rc=$? s1=$((SECONDS - s0))
+	[[ $rc == 1 && $s1 -lt 20 ]] && grep -q 'timed out after 2 s and was killed' "$work/err" &&
+		! grep -q Sanitizer "$work/err" && t_pass libcuda-verify-timeout ||
+		t_fail libcuda-verify-timeout "rc $rc after ${s1}s: $(head -c 300 "$work/err")"
+	NVS_TEST_VERIFY_TIMEOUT_S=2 timeout 60 "$abin" libcuda verify --json --lib "$work/stuck/libcuda.so.1" >"$work/out" 2>/dev/null
+	rc=$?
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ok"] is False and d["exit"] == 1 and "timed out" in d["error"], d' \
+		"$work/out" 2>"$work/err" && [[ $rc == 1 ]] && t_pass libcuda-verify-timeout-json ||
+		t_fail libcuda-verify-timeout-json "rc $rc: $(head -c 300 "$work/err" "$work/out")"
+else
+	t_fail libcuda-verify-timeout "gcc could not build the stuck libcuda"
+fi
 rm -rf "$work/giant" "$work/giant-out"
 
 # ---- re-check what is written ---------------------------------------------

@@ -340,6 +340,12 @@ run p2p --lib "$work/nonexistent.so" --nccl-log "$nccl/garbage.log"
 check p2p-nccl-log-no-nccl-lines 2 'assert "no NCCL INFO or WARN lines" in err and "garbage.log" in err and "Unable to load" not in err and not out, (out, err)'
 run p2p --lib "$work/nonexistent.so" --pci-dump "$work/none.dump"
 check p2p-pci-dump-first 2 'assert "none.dump" in err and "Unable to load" not in err, err'
+# a FIFO as --lib would block dlopen() for ever (T3-11): refused before it
+timeout 20 "$bin" p2p --lib "$work/fifo" >"$work/out" 2>"$work/err"
+rc=$?
+check p2p-lib-fifo 2 'assert "not a regular file (a FIFO)" in err and not out, (out, err)'
+run p2p --lib /dev/null
+check p2p-lib-device 2 'assert "not a regular file (a special file)" in err and not out, (out, err)'
 run p2p --json --nccl-log "$work/none.log"
 check p2p-json-error 2 'assert d == {"ok": False, "exit": 2, "error": d["error"]} and "none.log" in d["error"], (out, err)'
 # an NCCL log through a pipe (read once)

@@ -6,11 +6,13 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "check/doctor.h"
 #include "lib/parse.h"
@@ -141,21 +143,34 @@ int nvs_doctor_conf_load(struct nvs_doctor_opts *o, const char *path, char *err,
 {
 	char line[4608], e[512];
 	unsigned int no = 0;
-	FILE *f = fopen(path, "re");
-
 	struct stat st;
+	FILE *f;
+	int fd;
 
-	if (!f) {
+	/*
+	 * O_NONBLOCK: open() of a FIFO without a writer would block for ever;
+	 * so opened, fstat() tells it apart. A directory reads as empty
+	 * through stdio: that is not a configuration either.
+	 */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
 		int ret = -errno;
 
 		snprintf(err, errlen, "Unable to read %s: %s", path, strerror(errno));
 		return ret;
 	}
-	/* a directory reads as empty through stdio: that is not a configuration */
-	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "Unable to read %s: not a regular file (pass the doctor.conf file itself)", path);
-		fclose(f);
+		close(fd);
 		return -EINVAL;
+	}
+	f = fdopen(fd, "re");
+	if (!f) {
+		int ret = -errno;
+
+		snprintf(err, errlen, "Unable to read %s: %s", path, strerror(errno));
+		close(fd);
+		return ret;
 	}
 	while (fgets(line, sizeof(line), f)) {
 		char *k, *v, *eq;

@@ -124,17 +124,40 @@ static int save_state(const char *path, const struct nvs_idlefix_result *r, char
 	return nvs_write_atomic(dir, slash ? slash + 1 : path, buf, len, 0644, err, errlen);
 }
 
-/* mkdir -p of path's directory (/run/nvsidecar is gone after a reboot). */
-static void make_parent(const char *path)
+/* The admin's next step when the state's place cannot be written. */
+static const char *state_hint(int e)
 {
-	char p[PATH_MAX];
-
-	snprintf(p, sizeof(p), "%s", path);
-	for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
-		*s = 0;
-		mkdir(p, 0755);
-		*s = '/';
+	switch (e) {
+	case EACCES: case EPERM:
+		return "; run as root, or pass --state FILE in a directory you can write";
+	case EROFS:
+		return "; pass --state FILE on a writable file system (the counts must last from one run to the next)";
+	case ENOSPC: case EDQUOT:
+		return "; free space there, or pass --state FILE on another file system";
+	default:
+		return "";
 	}
+}
+
+/*
+ * mkdir -p of path's directory (/run/nvsidecar is gone after a reboot).
+ * A failure is said as what it is (EACCES on the directory, not ENOENT on
+ * the lock file inside it).
+ */
+static int make_parent(const char *path, char *err, size_t errlen)
+{
+	char dir[PATH_MAX], failed[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	int ret;
+
+	if (!slash || slash == path)
+		return 0;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	ret = nvs_make_dirs(dir, 0755, failed, sizeof(failed));
+	if (ret)
+		snprintf(err, errlen, "Unable to create the directory `%s' for the state file %s: %s%s", failed, path,
+			 strerror(-ret), state_hint(-ret));
+	return ret;
 }
 
 /*
@@ -285,14 +308,17 @@ int nvs_idlefix_run(const struct nvs_idlefix_opts *o, struct nvs_idlefix_result 
 		goto counted;
 	}
 	/* one run at a time: the timer and an admin by hand would both count */
-	make_parent(o->state);
+	ret = make_parent(o->state, err, errlen);
+	if (ret) {
+		free(g);
+		return ret;
+	}
 	snprintf(lock, sizeof(lock), "%s.lock", o->state);
 	lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	if (lfd < 0 || flock(lfd, LOCK_EX | LOCK_NB) < 0) {
 		ret = lfd < 0 ? -errno : -EBUSY;
 		snprintf(err, errlen, "%s %s: %s%s", lfd < 0 ? "Unable to open" : "Another idle-fix holds", lock,
-			 lfd < 0 ? strerror(-ret) : "try again later",
-			 ret == -EACCES || ret == -EPERM ? "; run as root, or pass --state FILE in a directory you can write" : "");
+			 lfd < 0 ? strerror(-ret) : "try again later", lfd < 0 ? state_hint(-ret) : "");
 		if (lfd >= 0)
 			close(lfd);
 		free(g);
@@ -365,8 +391,15 @@ counted:
 	}
 	closelog();
 	ret = o->dry_run ? 0 : save_state(o->state, r, err, errlen);
-	if (ret)
+	if (ret) {
+		/* the GPUs were judged (and maybe fixed): only the counts are lost */
+		size_t n = strlen(err);
+
+		snprintf(err + n, errlen - n, "; this run's counts were not saved, so idle GPUs start counting again%s",
+			 state_hint(-ret));
 		nvs_idlefix_free(r);
+		r->save_failed = true;
+	}
 out:
 	if (lfd >= 0)
 		close(lfd);

@@ -48,6 +48,7 @@ struct nvs_idlefix_gpu {
 struct nvs_idlefix_result {
 	struct nvs_idlefix_gpu *v;
 	size_t n;
+	bool save_failed;	/* the error is writing the state: an I/O failure (exit 1) */
 };
 
 void nvs_idlefix_opts_init(struct nvs_idlefix_opts *o);

@@ -7,10 +7,12 @@
  * names as the options, which win.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check/doctor.h"
@@ -238,6 +240,29 @@ int doctor_main(int argc, const char *argv[])
 	if (brief && out_json()) {
 		free(o);
 		return out_usage(argv[0], "--brief and --json exclude each other");
+	}
+	/*
+	 * A --pci-dump that names nothing is the admin's typo, not an
+	 * unhealthy node: exit 2 before any check runs, as topo does, so that
+	 * Slurm never drains a node for it. Only stat() and access() here:
+	 * the dump is read once, later, so a pipe still works.
+	 */
+	if (o->pci_dump && strcmp(o->pci_dump, "-")) {
+		struct stat st;
+		int e = 0;
+
+		if (stat(o->pci_dump, &st) < 0)
+			e = errno;
+		else if (S_ISDIR(st.st_mode))
+			e = EISDIR;
+		else if (faccessat(AT_FDCWD, o->pci_dump, R_OK, AT_EACCESS) < 0)
+			e = errno;
+		if (e) {
+			ret = out_fail(nvs_exit_for_path(e), "Unable to open `%s' (the --pci-dump given): %s",
+				       o->pci_dump, strerror(e));
+			free(o);
+			return ret;
+		}
 	}
 	/* both on standard output would be neither valid JSON nor a textfile */
 	if (out_json() && !strcmp(o->textfile, "-")) {

@@ -46,10 +46,11 @@ static void usage(FILE *f, const char *prog)
 		"  --json           one JSON document\n"
 		"\n"
 		"Exit status: 0 done (nothing to fix, fixed, or --dry-run), 1 a fix\n"
-		"failed, 2 usage error, an unusable --nvml, a --state that is not a\n"
-		"state file, or another run holds the state, 3 no NVML (no NVIDIA\n"
-		"driver) or NVML failed, 4 permission denied (the state file's\n"
-		"directory: run as root or pass --state).\n",
+		"failed or the state could not be saved (a full file system), 2 usage\n"
+		"error, an unusable --nvml, a --state that is not a state file or is\n"
+		"on a read-only file system, or another run holds the state, 3 no\n"
+		"NVML (no NVIDIA driver) or NVML failed, 4 permission denied (the\n"
+		"state file's directory: run as root or pass --state).\n",
 		PROG_NAME, prog, NVS_IDLEFIX_STATE);
 }
 
@@ -106,6 +107,8 @@ int idle_fix_main(int argc, const char *argv[])
 	}
 
 	ret = nvs_idlefix_run(&o, &r, err, sizeof(err));
+	if (ret && r.save_failed)	/* the work was done, its record could not be written */
+		return out_fail(ret == -EACCES || ret == -EPERM ? NVS_EX_PERM : NVS_EX_FAIL, "%s", err);
 	if ((ret == -ENOENT || ret == -ENOEXEC) && o.nvml)	/* the --nvml named is unusable */
 		return out_fail(NVS_EX_USAGE, "%s", err);
 	if (ret == -EACCES || ret == -EPERM)

@@ -46,12 +46,14 @@ struct opts {
 
 static const char *exit_codes =
 	"Exit codes (nvsidecar(8) has the table): 0 done, or nothing to do (patch of\n"
-	"a library whose gate is already open); 1 failed (I/O error, no backup to\n"
-	"restore); 2 invalid arguments, an input that is not a usable libcuda (a\n"
-	"special file, over 256 MiB), or a refused layout (unsupported-layout: no\n"
-	"provable patch, or a written image that does not read back patched; the\n"
-	"reason is printed); 3 no libcuda or no CUDA driver or device; 4 permission\n"
-	"denied; 6 (verify) the gate is closed; 9 a patched copy is stale.\n";
+	"a library whose gate is already open, restore of one that is not patched);\n"
+	"1 failed (I/O error, a patched library with no backup to restore, verify's\n"
+	"child timed out); 2 invalid arguments, an input that is not a usable\n"
+	"libcuda (a special file, over 256 MiB, no cu* driver API), or a refused\n"
+	"layout (unsupported-layout: no provable patch, or a written image that\n"
+	"does not read back patched; the reason is printed); 3 no libcuda or no\n"
+	"CUDA driver or device; 4 permission denied; 6 (verify) the gate is\n"
+	"closed; 9 a patched copy is stale.\n";
 
 static void usage(FILE *f, const char *sub)
 {
@@ -362,6 +364,18 @@ static int cmd_status(const struct opts *o)
 		ret = out_fail(exit_for(ret), "%s", err);
 		goto out;
 	}
+	/*
+	 * Every libcuda exports cuDeviceGetAttribute (the CUDA driver API):
+	 * an ELF without it is some other library or program, not a layout
+	 * to report as unsupported.
+	 */
+	if (r->elf_ok && lc_elf_sym(&r->elf, "cuDeviceGetAttribute", &(uint64_t){ 0 })) {
+		ret = out_fail(NVS_EX_USAGE,
+			       "`%s' is not a libcuda: cuDeviceGetAttribute is not exported (every libcuda exports it); pass the driver's libcuda.so.<version> to --lib",
+			       path);
+		lc_report_free(r);
+		goto out;
+	}
 	if (o->dump) {
 		nvs_dump_libcuda(r);
 	} else {
@@ -501,8 +515,38 @@ static int cmd_restore(const struct opts *o)
 	if (ret)
 		return ret;
 	ret = lc_restore(path, o->state, &res, err, sizeof(err));
+	if (ret == -ENOENT) {
+		/*
+		 * No record: restore is idempotent. A library that does not
+		 * analyse as patched is already the original (restored before,
+		 * or never patched): nothing to do, exit 0. A patched one
+		 * without a record was patched by someone else, and there is
+		 * no backup to put back: that stays a failure.
+		 */
+		struct lc_report *r = calloc(1, sizeof(*r));
+		char aerr[PATH_MAX + 256];
+		bool patched;
+
+		if (!r)
+			return out_fail(NVS_EX_FAIL, "Unable to allocate memory");
+		if (lc_analyse(path, o->state, r, aerr, sizeof(aerr))) {
+			free(r);
+			return out_fail(NVS_EX_FAIL, "%s", err);
+		}
+		patched = r->v == LC_PATCHED || r->v == LC_PARTIAL;
+		lc_report_free(r);
+		free(r);
+		if (patched)
+			return out_fail(NVS_EX_FAIL, "%s, and `%s' is patched: it was patched without nvsidecar's in-place record, so there is no backup to put back; reinstall the driver package that owns it",
+					err, path);
+		out_begin(isatty(STDOUT_FILENO));
+		out_str(OUT_JSON, "result", NULL, "nothing-to-restore");
+		out_str(OUT_ANY, "lib", "Nothing to restore: %s", path);
+		out_text(" is not patched and no in-place patch of it is recorded\n");
+		return out_end() < 0 ? NVS_EX_FAIL : NVS_EX_OK;
+	}
 	if (ret)
-		return out_fail(ret == -ENOENT || ret == -ESTALE ? NVS_EX_FAIL : exit_for(ret), "%s", err);
+		return out_fail(ret == -ESTALE ? NVS_EX_FAIL : exit_for(ret), "%s", err);
 	out_begin(isatty(STDOUT_FILENO));
 	out_str(OUT_JSON, "result", NULL, "restored");
 	out_str(OUT_ANY, "lib", "Restored %s", res.lib);
@@ -672,7 +716,7 @@ static int cmd_verify(const struct opts *o)
 		char t[PATH_MAX], dir[PATH_MAX], err[512];
 		struct lc_stale s;
 		struct stat st;
-		bool folder;
+		bool is_dir;
 
 		/* the path the admin named: its problems are a bad argument */
 		if (stat(o->lib, &st) < 0) {
@@ -685,8 +729,8 @@ static int cmd_verify(const struct opts *o)
 		 * limit that status and patch apply: dlopen of a FIFO blocks in
 		 * open(), and a giant file is no libcuda (lc_elf_open's rule).
 		 */
-		folder = S_ISDIR(st.st_mode);
-		if (folder) {
+		is_dir = S_ISDIR(st.st_mode);	/* st is the file's from here on */
+		if (is_dir) {
 			snprintf(t, sizeof(t), "%s/libcuda.so.1", o->lib);
 			if (stat(t, &st) < 0) {
 				free(r);
@@ -702,7 +746,7 @@ static int cmd_verify(const struct opts *o)
 		}
 		/* a patched copy (the folder, or a file in it) must be current, as for env */
 		snprintf(t, sizeof(t), "%s", o->lib);
-		if (realpath(folder ? o->lib : dirname(t), dir) &&
+		if (realpath(is_dir ? o->lib : dirname(t), dir) &&
 		    !copy_state(dir, &s, err, sizeof(err)) && s.stale) {
 			free(r);
 			return out_fail(NVS_EX_STALE, "STALE patched libcuda in %s: %s; run `%s libcuda patch --out %s' again",

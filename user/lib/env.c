@@ -83,6 +83,14 @@ unsigned int nvs_env_test_write_delay_ms(void)
 	return env_ms("NVS_TEST_WRITE_DELAY_MS", 60000);
 }
 
+unsigned int nvs_env_test_verify_timeout_s(unsigned int def)
+{
+	const char *v = nvs_env("NVS_TEST_VERIFY_TIMEOUT_S");
+	uint32_t s;
+
+	return v && !nvs_parse_u32(v, 1, 3600, &s) ? s : def;
+}
+
 unsigned int nvs_env_rdma_wake_delay_ms(void)
 {
 	return env_ms("NVS_RDMA_WAKE_DELAY_MS", 10000);

@@ -38,5 +38,10 @@ long nvs_env_test_libcuda_drop_rewrite(void);
 unsigned int nvs_env_rdma_wake_delay_ms(void);
 /* NVS_RDMA_TEST_CORRUPT=1: flip a byte to prove verification fails. */
 bool nvs_env_rdma_test_corrupt(void);
+/*
+ * NVS_TEST_VERIFY_TIMEOUT_S: the time limit of `libcuda verify''s child in
+ * seconds, [1, 3600]; def when unset or invalid.
+ */
+unsigned int nvs_env_test_verify_timeout_s(unsigned int def);
 
 #endif

@@ -2,14 +2,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "lib/env.h"
 #include "sys/cuda.h"
 #include "libcuda/verify.h"
 
@@ -129,13 +132,74 @@ static void child(const struct lc_verify_opts *o, struct lc_verify_result *r)
 	/* No dlclose: some drivers run teardown that is not fork-safe; the child exits. */
 }
 
+/*
+ * The child's time limit. cuInit on a wedged GPU can block for ever (the
+ * driver waits on the hardware); verify must end with a verdict instead,
+ * so a health check or a script around it never hangs. Two minutes is far
+ * more than a healthy cuInit plus one allocation takes.
+ */
+#define LC_VERIFY_TIMEOUT_S 120
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Reads the child's report until it is whole, the child closes the pipe,
+ * or deadline (CLOCK_MONOTONIC ms) passes. Returns the bytes read, or -1
+ * when the deadline passed first.
+ */
+static ssize_t read_report(int fd, struct lc_verify_result *r, long long deadline)
+{
+	size_t got = 0;
+
+	while (got < sizeof(*r)) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		long long left = deadline - now_ms();
+		ssize_t n;
+
+		if (left <= 0)
+			return -1;
+		n = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n <= 0)
+			continue;
+		n = read(fd, (char *)r + got, sizeof(*r) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += n;
+	}
+	return got;
+}
+
+/*
+ * SIGKILL reaches a child stuck in the driver only when the driver lets
+ * go: wait for it a moment, then leave it rather than hang with it.
+ */
+static void kill_child(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	for (int i = 0; i < 40; ++i) {
+		if (waitpid(pid, NULL, WNOHANG) != 0)
+			return;
+		usleep(50 * 1000);
+	}
+}
+
 int lc_verify(const struct lc_verify_opts *o, struct lc_verify_result *r)
 {
+	unsigned int limit = nvs_env_test_verify_timeout_s(LC_VERIFY_TIMEOUT_S);
 	int p[2], status;
 	pid_t pid;
 	struct stat st;
-	ssize_t n;
-	size_t got = 0;
+	ssize_t got;
 
 	memset(r, 0, sizeof(*r));
 	r->fd = -1;
@@ -169,18 +233,26 @@ int lc_verify(const struct lc_verify_opts *o, struct lc_verify_result *r)
 		_exit(0);
 	}
 	close(p[1]);
-	while (got < sizeof(*r) && (n = read(p[0], (char *)r + got, sizeof(*r) - got)) > 0)
-		got += n;
+	got = read_report(p[0], r, now_ms() + limit * 1000LL);
 	close(p[0]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (got != sizeof(*r)) {
+	if (got < 0)
+		kill_child(pid);
+	else
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+	if (got != (ssize_t)sizeof(*r)) {
 		char loaded[4096];
 
 		snprintf(loaded, sizeof(loaded), "%s", r->loaded);
 		memset(r, 0, sizeof(*r));
 		snprintf(r->loaded, sizeof(r->loaded), "%s", loaded);
 		r->fd = -1;
+		if (got < 0) {
+			snprintf(r->error, sizeof(r->error),
+				 "The child loading %.300s timed out after %u s and was killed: a cuInit or a GPU allocation stuck on a wedged GPU does this (check dmesg and `nvidia-smi')",
+				 loaded, limit);
+			return -ETIMEDOUT;
+		}
 		if (WIFSIGNALED(status))
 			snprintf(r->error, sizeof(r->error), "The child loading %.400s was killed by signal %d (%s)",
 				 loaded, WTERMSIG(status), strsignal(WTERMSIG(status)));
