@@ -33,7 +33,7 @@ export TMPDIR=$work/tmp
 mkdir -p "$TMPDIR"
 ntemp() { find "$TMPDIR" -mindepth 1 -maxdepth 1 | wc -l; }
 
-gpu_steps="facts-pci facts-nvidia-smi libcuda-status libcuda-verify-original libcuda-patch libcuda-verify-copy
+gpu_steps="facts-pci facts-mem-raw facts-nvidia-smi libcuda-status libcuda-verify-original libcuda-patch libcuda-verify-copy
 cuda-p2p cuda-dmabuf-export module-build module-load module-status module-dmabuf-probe module-unload
 rdma-host rdma-cuda-dmabuf"
 host_steps="build facts-kernel facts-topo doctor"
@@ -122,7 +122,7 @@ for n in '''$gpu_steps'''.split():
     if n.startswith('rdma-') and rdma_here:
         continue
     assert lines[n][0] == 'SKIP', (n, lines[n])
-assert len(lines) == 19, sorted(lines)
+assert len(lines) == 20, sorted(lines)
 assert 'no nvidia-smi on PATH' in lines['facts-nvidia-smi'][1]
 assert 'no libcuda.so.1' in lines['libcuda-status'][1] and 'no NVIDIA GPU in sysfs' in lines['module-build'][1]
 assert d['mode'] == 'no-gpu' and d['exit_code'] == 0, d['mode']
@@ -248,7 +248,7 @@ PATH=$work/garbage:$PATH device device-nvidia-smi-garbage "$work/garbage-out"
 check device-nvidia-smi-garbage 1 "
 r, why = lines['facts-nvidia-smi']
 assert r == 'FAIL' and \"nvidia-smi -q output not recognised: no \`Driver Version' line and no \`GPU <bus id>' section\" in why, why
-assert '\033' not in out and len(lines) == 19, len(lines)
+assert '\033' not in out and len(lines) == 20, len(lines)
 assert lines['facts-topo'][0] == 'PASS' and lines['doctor'][0] == 'PASS'
 " "$work/garbage-out"
 
