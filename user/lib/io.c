@@ -73,6 +73,17 @@ int nvs_make_dirs(const char *dir, mode_t mode, char *failed, size_t len)
 	}
 }
 
+int nvs_dlopen_path_ok(const char *path, const char *what, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (!strchr(path, '/') || stat(path, &st) < 0 || S_ISREG(st.st_mode))
+		return 0;
+	snprintf(err, errlen, "Unable to load %s: not a regular file (%s): pass %s",
+		 path, S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a special file", what);
+	return -ENOEXEC;
+}
+
 int nvs_fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;

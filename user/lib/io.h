@@ -57,6 +57,15 @@ int nvs_make_dirs(const char *dir, mode_t mode, char *failed, size_t len);
 /* fsync a directory so that a rename in it is durable. */
 int nvs_fsync_dir(const char *dir);
 
+/*
+ * A library path the admin named for dlopen() must be a regular file (a
+ * link to one is fine): dlopen of a FIFO blocks in open(). stat() opens
+ * nothing, so this cannot hang. A bare name (searched in the library path)
+ * and a missing file are left to dlopen's own message. -ENOEXEC with the
+ * reason, ending "pass WHAT".
+ */
+int nvs_dlopen_path_ok(const char *path, const char *what, char *err, size_t errlen);
+
 struct nvs_ifile {
 	int fd;
 	bool own;		/* close fd at the end (not standard input) */

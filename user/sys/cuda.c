@@ -7,25 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/io.h"
 #include "sys/cuda.h"
-
-/*
- * dlopen() of a FIFO blocks in open() until a writer comes, and of a device
- * it reads whatever the device gives: a path the admin named must be a
- * regular file (a link to one is fine). stat() opens nothing, so it cannot
- * hang. A bare name is searched by dlopen in the library path, and a path
- * that does not exist is left to dlopen's own message.
- */
-static int check_file(const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (!strchr(path, '/') || stat(path, &st) < 0 || S_ISREG(st.st_mode))
-		return 0;
-	snprintf(err, errlen, "Unable to load %s: not a regular file (%s): pass the libcuda shared library itself",
-		 path, S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a special file");
-	return -ENOEXEC;
-}
 
 int nvs_cuda_load(struct nvs_cuda *cu, const char *path, char *err, size_t errlen)
 {
@@ -35,7 +18,7 @@ int nvs_cuda_load(struct nvs_cuda *cu, const char *path, char *err, size_t errle
 	memset(cu, 0, sizeof(*cu));
 	if (!path)
 		path = "libcuda.so.1";
-	ret = check_file(path, err, errlen);
+	ret = nvs_dlopen_path_ok(path, "the libcuda shared library itself", err, errlen);
 	if (ret)
 		return ret;
 	/* RTLD_LOCAL: a patched copy must never leak symbols into other loads. */

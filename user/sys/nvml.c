@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "lib/busid.h"
+#include "lib/io.h"
 #include "sys/nvml.h"
 
 const char *nvs_nvml_strerror(const struct nvs_nvml *n, nvmlReturn_t r)
@@ -23,23 +24,6 @@ const char *nvs_nvml_strerror(const struct nvs_nvml *n, nvmlReturn_t r)
 
 #define SYM(field, name) (n->field = (__typeof__(n->field))dlsym(n->handle, name))
 
-/*
- * dlopen() of a FIFO blocks in open() until a writer comes: a path the
- * admin named must be a regular file (a link to one is fine). stat() opens
- * nothing, so it cannot hang. A bare name is searched by dlopen in the
- * library path, and a missing file is left to dlopen's own message.
- */
-static int check_file(const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (!strchr(path, '/') || stat(path, &st) < 0 || S_ISREG(st.st_mode))
-		return 0;
-	snprintf(err, errlen, "Unable to load %s: not a regular file (%s): pass the NVML shared library itself, libnvidia-ml.so.1",
-		 path, S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "a special file");
-	return -ENOEXEC;
-}
-
 int nvs_nvml_open(struct nvs_nvml *n, const char *path, char *err, size_t errlen)
 {
 	nvmlReturn_t r;
@@ -49,7 +33,7 @@ int nvs_nvml_open(struct nvs_nvml *n, const char *path, char *err, size_t errlen
 	memset(n, 0, sizeof(*n));
 	if (!path)
 		path = "libnvidia-ml.so.1";
-	ret = check_file(path, err, errlen);
+	ret = nvs_dlopen_path_ok(path, "the NVML shared library itself, libnvidia-ml.so.1", err, errlen);
 	if (ret)
 		return ret;
 	n->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
