@@ -174,16 +174,21 @@ if ((have_udmabuf)); then
 	rc=$?
 	((rc == 0)) && grep -q 'verdict     system-ram' "$NVS_OUT/dmabuf-sample-udmabuf.txt" &&
 		t_pass cli-udmabuf || t_fail cli-udmabuf "exit $rc: $(tr '\n' ' ' <"$NVS_OUT/dmabuf-sample-udmabuf.txt")"
+	# udmabuf builds its table with sg_alloc_table_from_pages(), which
+	# merges physically adjacent pages: 64 KiB of shmem pages is 1..16
+	# entries depending on where the pages fell (CI once saw 15), so the
+	# tests check the bounds and that every byte was mapped, never a count.
 	json=$("$NVS_BIN" dmabuf probe --gpu 0 --source udmabuf --size 64K --json 2>&1)
-	[[ $(jq -r '"\(.exporter) \(.size) \(.nents) \(.verdict) \(.ok)"' <<<"$json" 2>&1) == "udmabuf 65536 16 system-ram true" ]] &&
+	[[ $(jq -r '"\(.exporter) \(.size) \(.mapped) \(.nents >= 1 and .nents <= 16) \(.seg_min >= 4096) \(.verdict) \(.ok)"' <<<"$json" 2>&1) == "udmabuf 65536 65536 true true system-ram true" ]] &&
 		t_pass cli-json || t_fail cli-json "$(tr '\n' ' ' <<<"$json")"
 	dump=$("$NVS_BIN" dmabuf probe --importer "$gpu1" --source udmabuf --size 8K --dump 2>&1)
 	IFS=$'\t' read -ra f <<<"$dump"
-	[[ ${#f[@]} == 15 && ${f[0]} == udmabuf && ${f[2]} == "$gpu1" && ${f[3]} == 8192 && ${f[4]} == 2 &&
+	[[ ${#f[@]} == 15 && ${f[0]} == udmabuf && ${f[2]} == "$gpu1" && ${f[3]} == 8192 && ${f[4]} =~ ^[12]$ &&
 		${f[11]} == not-applicable && ${f[13]} == done ]] &&
 		t_pass cli-dump || t_fail cli-dump "$dump"
 	last=$(cat "$(sim_class 0)/dmabuf_last_probe" 2>&1)
-	[[ $last == *" ok exporter=udmabuf importer=$gpu0 size=65536 nents=16 "*"verdict=system-ram"* ]] &&
+	[[ $last =~ \ ok\ exporter=udmabuf\ importer=$gpu0\ size=65536\ nents=([0-9]+)\  && ${BASH_REMATCH[1]} -ge 1 &&
+		${BASH_REMATCH[1]} -le 16 && $last == *"verdict=system-ram"* ]] &&
 		t_pass sysfs-last-probe || t_fail sysfs-last-probe "$last"
 else
 	t_skip cli-udmabuf "$no_udmabuf"
