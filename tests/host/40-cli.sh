@@ -275,7 +275,11 @@ jdoc() {
 		t_fail "$name" "sanitizer: $(grep -m1 -E 'ERROR|runtime error' "$work/err")"
 	elif python3 -c '
 import json, sys
-d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
+def once(pairs):
+	keys = [k for k, _ in pairs]
+	assert len(keys) == len(set(keys)), "a key twice: %r" % keys
+	return dict(pairs)
+d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"), object_pairs_hook=once)
 rc = int(sys.argv[2])
 assert isinstance(d, dict), "not an object"
 assert type(d.get("ok")) is bool and type(d.get("exit")) is int, "no ok/exit"

@@ -20,6 +20,7 @@ static struct {
 	bool failed;		/* the error document went out */
 	bool pending;		/* a result document awaits its ok and exit */
 	bool wrote_doc;		/* some document went to stdout */
+	bool has_error;		/* the result document has its own "error" */
 	bool werr;		/* a failed write to stdout was reported */
 	int werrno;		/* the errno of the error document's failed flush */
 	int color;		/* -1 undecided */
@@ -111,7 +112,7 @@ static void close_result(int code, const char *msg)
 {
 	json_bool(&st.j, "ok", code == 0);
 	json_int(&st.j, "exit", code);
-	if (msg)
+	if (msg && !st.has_error)
 		json_str(&st.j, "error", msg);
 	json_obj_close(&st.j);
 	errno = 0;
@@ -132,6 +133,7 @@ void out_begin(bool pretty)
 		st.pending = false;
 	}
 	st.wrote_doc = true;
+	st.has_error = false;
 	json_init(&st.j, stdout, pretty);
 	json_obj_open(&st.j, NULL);
 	st.open = true;
@@ -234,6 +236,9 @@ static void text_str(const char *fmt, const char *val)
 
 void out_str(enum out_where w, const char *key, const char *fmt, const char *val)
 {
+	/* a key is written once: the failure merged into the document may not add it */
+	if (st.json && st.j.depth == 1 && key && !strcmp(key, "error"))
+		st.has_error = true;
 	if (for_json(w))
 		json_str(&st.j, key, val);
 	else if (for_text(w, fmt))
