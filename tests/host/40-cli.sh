@@ -261,6 +261,75 @@ jexpect cli-json-nccl 2 nccl-check --json "$work/none.log"
 jexpect cli-json-libcuda 2 libcuda status --json --lib "$work/none.so"
 jexpect cli-json-rdma-usage 2 rdma --json --loopback --sizes 17179869185G
 
+# --- one JSON contract: every subcommand, --json before or after it ------
+# Every document, success or failure, is one JSON object whose "ok" and
+# "exit" equal the process's exit status (issue 23 item 9). The list of
+# subcommands is the dispatcher's own (--help), so a new one is walked too.
+# jdoc NAME ARGS...: stdout is one document agreeing with the exit status.
+jdoc() {
+	local name=$1 got
+	shift
+	timeout 60 "$bin" "$@" >"$work/out" 2>"$work/err" </dev/null
+	got=$?
+	if ! sanitizer_clean "$work/err"; then
+		t_fail "$name" "sanitizer: $(grep -m1 -E 'ERROR|runtime error' "$work/err")"
+	elif python3 -c '
+import json, sys
+def once(pairs):
+	keys = [k for k, _ in pairs]
+	assert len(keys) == len(set(keys)), "a key twice: %r" % keys
+	return dict(pairs)
+d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"), object_pairs_hook=once)
+rc = int(sys.argv[2])
+assert isinstance(d, dict), "not an object"
+assert type(d.get("ok")) is bool and type(d.get("exit")) is int, "no ok/exit"
+assert d["ok"] is (rc == 0) and d["exit"] == rc, "ok %r exit %r, process %d" % (d["ok"], d["exit"], rc)
+' "$work/out" "$got" 2>"$work/py"; then
+		t_pass "$name"
+	else
+		t_fail "$name" "exit $got: $(tail -n 1 "$work/py") $(head -c 150 "$work/out" | tr '\n' ' ')"
+	fi
+}
+subs=$("$bin" --help | awk '/^Available subcommands:/ { f = 1; next } f && /^  [a-z]/ { print $1 }')
+if [[ -z $subs ]]; then
+	t_fail cli-json-walk "no subcommand listed by --help"
+fi
+# events waits for events when the module is loaded: --timeout bounds it
+for s in $subs; do
+	extra=()
+	[[ $s == events ]] && extra=(--timeout 1)
+	jdoc "cli-json-walk-$s-after" "$s" --json "${extra[@]}"
+	jdoc "cli-json-walk-$s-before" --json "$s" "${extra[@]}"
+	jdoc "cli-json-walk-$s-bad-after" "$s" --json --frobnicate
+	jdoc "cli-json-walk-$s-bad-before" --json "$s" --frobnicate
+done
+# inputs that succeed, and success documents of subcommands with levels
+nccl_log=$NVS_TOP/tests/nccl/nccl-2.21-single-process.log
+for pos in before after; do
+	j() { if [[ $pos == before ]]; then jdoc "$1" --json "${@:2}"; else jdoc "$1" "${@:2}" --json; fi; }
+	j "cli-json-ok-topo-$pos" topo
+	j "cli-json-ok-nccl-$pos" nccl-check "$nccl_log"
+	j "cli-json-libcuda-env-$pos" libcuda env --out "$work/nolib"
+	j "cli-json-doctor-quick-$pos" doctor --quick
+	j "cli-json-doctor-textfile-full-$pos" doctor --quick --textfile /dev/full
+	j "cli-json-usage-bare-$pos" frobnicate
+done
+jdoc cli-json-usage-alone --json
+# a document that cannot be written: the status says so, with the real errno
+"$bin" topo --json >/dev/full 2>"$work/err"
+got=$?
+if ((got == 1)) && grep -q 'No space left on device' "$work/err"; then
+	t_pass cli-json-write-error
+else
+	t_fail cli-json-write-error "exit $got, want 1 and ENOSPC: $(head -c 200 "$work/err" | tr '\n' ' ')"
+fi
+# `help CMD' is `CMD --help'
+if "$bin" help status >"$work/out" 2>"$work/err" && grep -q '^Usage: .* status' "$work/out"; then
+	t_pass cli-help-cmd
+else
+	t_fail cli-help-cmd "$(head -c 200 "$work/err" | tr '\n' ' ')"
+fi
+
 # --- unit tests of the pure functions and the formatters ------------------
 cc_unit() {
 	local out=$1

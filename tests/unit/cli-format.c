@@ -115,5 +115,6 @@ int main(int argc, char **argv)
 	else
 		return 2;
 #endif
-	return out_end() ? 1 : 0;
+	/* out_finish() closes the result document, as main() does */
+	return out_finish(out_end() ? 1 : 0);
 }

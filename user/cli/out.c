@@ -18,6 +18,9 @@ static struct {
 	bool json;
 	bool open;		/* a JSON document is being written */
 	bool failed;		/* the error document went out */
+	bool pending;		/* a result document awaits its ok and exit */
+	bool wrote_doc;		/* some document went to stdout */
+	bool has_error;		/* the result document has its own "error" */
 	bool werr;		/* a failed write to stdout was reported */
 	int werrno;		/* the errno of the error document's failed flush */
 	int color;		/* -1 undecided */
@@ -70,20 +73,67 @@ const char *out_cfg(enum out_color c)
 	return out_color_on() && !st.json ? colors[c] : "";
 }
 
+static void note_err(void);
+
 static bool for_json(enum out_where w)
 {
+	note_err();
 	return st.json && w != OUT_TEXT;
 }
 
 static bool for_text(enum out_where w, const char *fmt)
 {
+	note_err();
 	return !st.json && w != OUT_JSON && fmt;
+}
+
+/*
+ * Keeps the errno of the first failed write to stdout: stdio remembers only
+ * that one failed, and a later fflush() of an empty buffer sets no errno,
+ * which made a full disk or a closed pipe read "Input/output error".
+ */
+static void note_err(void)
+{
+	int e = errno;
+
+	if (ferror(stdout) && !st.werrno)
+		st.werrno = e ? e : EIO;
+	errno = e;
+}
+
+/* The ok and exit of the result document are the layer's: see out_finish(). */
+static bool owned_key(const char *key)
+{
+	return st.json && st.j.depth == 1 && key && (!strcmp(key, "ok") || !strcmp(key, "exit"));
+}
+
+/* Writes the final status into the result document and closes it. */
+static void close_result(int code, const char *msg)
+{
+	json_bool(&st.j, "ok", code == 0);
+	json_int(&st.j, "exit", code);
+	if (msg && !st.has_error)
+		json_str(&st.j, "error", msg);
+	json_obj_close(&st.j);
+	errno = 0;
+	json_end(&st.j);
+	note_err();
+	st.pending = false;
 }
 
 void out_begin(bool pretty)
 {
 	if (!st.json)
 		return;
+	/* a stream: the record before this one is complete as it is */
+	if (st.pending) {
+		json_obj_close(&st.j);
+		json_end(&st.j);
+		note_err();
+		st.pending = false;
+	}
+	st.wrote_doc = true;
+	st.has_error = false;
 	json_init(&st.j, stdout, pretty);
 	json_obj_open(&st.j, NULL);
 	st.open = true;
@@ -97,18 +147,34 @@ static int stdout_ok(void)
 {
 	int e;
 
+	note_err();
 	errno = 0;
 	if (!fflush(stdout) && !ferror(stdout))
 		return 0;
-	/* a write that failed earlier (the error document's flush) left its errno */
-	e = errno ? errno : st.werrno ? st.werrno : EIO;
+	/* the first failed write's errno: a later flush has none, or a stale one */
+	e = st.werrno ? st.werrno : errno ? errno : EIO;
+	if (!st.werrno)
+		st.werrno = e;
 	if (!st.werr)
 		fprintf(stderr, "write error: %s (standard output)\n", strerror(e));
 	st.werr = true;
 	return -e;
 }
 
+/*
+ * In JSON mode the top object stays open: only out_finish() knows the
+ * process's exit status, which the document carries as ok and exit. What
+ * was written so far is flushed, so a failed write is still seen here.
+ */
 int out_end(void)
+{
+	if (st.json && st.open)
+		st.pending = true;
+	st.open = false;
+	return stdout_ok();
+}
+
+int out_record_end(void)
 {
 	if (st.json && st.open) {
 		json_obj_close(&st.j);
@@ -120,11 +186,19 @@ int out_end(void)
 
 int out_finish(int code)
 {
-	bool seen = st.werr;
-
-	/* a command that saw the failure in out_end() chose its code already */
-	if (stdout_ok() < 0 && !seen && code == NVS_EX_OK)
-		return NVS_EX_FAIL;
+	/* output that was lost is a failure, whatever the command returned */
+	if (stdout_ok() < 0 && code == NVS_EX_OK)
+		code = NVS_EX_FAIL;
+	if (st.json && st.pending) {
+		close_result(code, NULL);
+		if (stdout_ok() < 0 && code == NVS_EX_OK)
+			code = NVS_EX_FAIL;
+	} else if (st.json && !st.wrote_doc && !st.failed && code != NVS_EX_OK) {
+		/* a failure said on stderr only: --json still gets its document */
+		out_fail(code, "%s failed with exit status %d; its message is on standard error", PROG_NAME, code);
+		if (stdout_ok() < 0)
+			code = code ? code : NVS_EX_FAIL;
+	}
 	return code;
 }
 
@@ -162,6 +236,9 @@ static void text_str(const char *fmt, const char *val)
 
 void out_str(enum out_where w, const char *key, const char *fmt, const char *val)
 {
+	/* a key is written once: the failure merged into the document may not add it */
+	if (st.json && st.j.depth == 1 && key && !strcmp(key, "error"))
+		st.has_error = true;
 	if (for_json(w))
 		json_str(&st.j, key, val);
 	else if (for_text(w, fmt))
@@ -182,6 +259,8 @@ void out_cstr(enum out_where w, enum out_color c, const char *key, const char *f
 
 void out_int(enum out_where w, const char *key, const char *fmt, int64_t val)
 {
+	if (owned_key(key))
+		return;
 	if (for_json(w))
 		json_int(&st.j, key, val);
 	else if (for_text(w, fmt))
@@ -218,6 +297,8 @@ void out_double(enum out_where w, const char *key, const char *fmt, double val, 
 
 void out_bool(enum out_where w, const char *key, const char *fmt, bool val)
 {
+	if (owned_key(key))
+		return;
 	if (for_json(w))
 		json_bool(&st.j, key, val);
 	else if (for_text(w, fmt))
@@ -255,6 +336,12 @@ static void error_doc(int code, const char *msg)
 	if (!st.json || st.open || st.failed)
 		return;
 	st.failed = true;
+	/* a result document written already carries the failure itself */
+	if (st.pending) {
+		close_result(code, msg);
+		return;
+	}
+	st.wrote_doc = true;
 	json_init(&j, stdout, false);
 	json_obj_open(&j, NULL);
 	json_bool(&j, "ok", false);
@@ -263,8 +350,7 @@ static void error_doc(int code, const char *msg)
 	json_obj_close(&j);
 	errno = 0;
 	json_end(&j);
-	if (ferror(stdout))
-		st.werrno = errno ? errno : EIO;
+	note_err();
 }
 
 static void vfail(int code, const char *fmt, va_list ap)

@@ -51,16 +51,26 @@ bool out_color_on(void);
 const char *out_cfg(enum out_color c);
 
 /*
- * A document: out_begin() opens the top JSON object (pretty: indented),
- * out_end() closes it and flushes. Returns 0, or -errno when stdout could
- * not be written (a full disk, a closed pipe).
+ * The result document: out_begin() opens the top JSON object (pretty:
+ * indented), out_end() ends its content and flushes. The object is closed
+ * by out_finish(), which adds "ok" and "exit" equal to the process's exit
+ * status, so no command can forget them or disagree with its exit code
+ * (top-level "ok"/"exit" a command writes itself are dropped). Returns 0,
+ * or -errno when stdout could not be written (a full disk, a closed pipe).
  */
 void out_begin(bool pretty);
 int out_end(void);
 /*
- * main()'s last word: flushes stdout and reports a failed write there on
- * stderr (once; out_end() reports too). Returns code, or NVS_EX_FAIL when
- * the command succeeded but its output was lost unseen.
+ * One record of a stream (`events --json'): closed and flushed at once,
+ * without ok and exit; a failure ends the stream with the error document.
+ */
+int out_record_end(void);
+/*
+ * main()'s last word: closes the result document with code, flushes
+ * stdout and reports a failed write there on stderr (once; out_end()
+ * reports too). Returns code, or NVS_EX_FAIL when the command succeeded
+ * but its output was lost. With --json, a failure that wrote no document
+ * still gets the error document.
  */
 int out_finish(int code);
 

@@ -82,7 +82,7 @@ static void show_event(const struct nvs_event_info *ev)
 		out_obj_end(OUT_JSON);
 	}
 	out_text("\n");
-	out_end();
+	out_record_end();
 }
 
 static int64_t now_ms(void)

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "cli/out.h"
 #include "cmd/subcommands.h"
@@ -49,32 +50,84 @@ static bool wants_json(int argc, const char *argv[])
 	return false;
 }
 
+/*
+ * Runs subcommand i. --json given before the subcommand moves after it
+ * (before any `--'), since each subcommand parses its own options.
+ */
+static int run(size_t i, int argc, const char *argv[], bool json)
+{
+	const char *args[256];
+	int n = 0, j;
+
+	if (!json)
+		return subcommands[i].fn(argc, argv);
+	if (argc >= (int)(sizeof(args) / sizeof(args[0])) - 1)
+		return out_usage(NULL, "Too many arguments (%d)", argc);
+	for (j = 0; j < argc && strcmp(argv[j], "--"); ++j)
+		args[n++] = argv[j];
+	args[n++] = "--json";
+	for (; j < argc; ++j)
+		args[n++] = argv[j];
+	args[n] = NULL;
+	return subcommands[i].fn(n, args);
+}
+
+static ssize_t find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); ++i)
+		if (subcommands[i].fn && !strcmp(name, subcommands[i].name))
+			return i;
+	return -1;
+}
+
 int main(int argc, const char *argv[])
 {
+	bool json_first = false;
+	ssize_t i;
+
 	PROG_NAME = argv[0];
+	/* `nvsidecar --json CMD ...' is `nvsidecar CMD --json ...' */
+	while (argc > 1 && !strcmp(argv[1], "--json")) {
+		json_first = true;
+		argv[1] = argv[0];
+		++argv;
+		--argc;
+	}
+	out_set_json(json_first);
 
 	if (argc == 2 && (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--version") ||
-			  !strcmp(argv[1], "version"))) {
+			  !strcmp(argv[1], "version")) && !json_first) {
 		printf("nvsidecar %s\n", NVS_TOOL_VERSION);
 		return out_finish(NVS_EX_OK);
 	}
 	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
-			  !strcmp(argv[1], "help"))) {
+			  !strcmp(argv[1], "help")) && !json_first) {
 		show_usage(stdout);
 		return out_finish(NVS_EX_OK);
 	}
+	/* `nvsidecar help CMD' is `nvsidecar CMD --help' */
+	if (argc == 3 && !strcmp(argv[1], "help")) {
+		static const char *help[] = { NULL, "--help", NULL };
+
+		i = find(argv[2]);
+		if (i < 0)
+			return out_usage(NULL, "No help for `%s': it is not a subcommand", argv[2]);
+		help[0] = argv[2];
+		return out_finish(subcommands[i].fn(2, help));
+	}
 	if (argc == 1) {
+		if (json_first)
+			return out_usage(NULL, "--json needs a subcommand");
 		show_usage(stderr);
 		return NVS_EX_USAGE;
 	}
 
-	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); ++i) {
-		if (strcmp(argv[1], subcommands[i].name) || !subcommands[i].fn)
-			continue;
-		out_set_json(wants_json(argc, argv));
-		return out_finish(subcommands[i].fn(argc - 1, argv + 1));
+	i = find(argv[1]);
+	if (i >= 0) {
+		out_set_json(json_first || wants_json(argc, argv));
+		return out_finish(run(i, argc - 1, argv + 1, json_first));
 	}
 
-	out_set_json(wants_json(argc, argv));
+	out_set_json(json_first || wants_json(argc, argv));
 	return out_usage(NULL, "Invalid subcommand: `%s'", argv[1]);
 }
