@@ -154,6 +154,7 @@ for lane in $lanes; do
 	fi
 	echo "$lane $kver $((SECONDS - t0))" >>"$times"
 	echo "   lane $lane: $((SECONDS - t0)) s (VM $(cat "$out/seconds" 2>/dev/null) s), output in $out"
+	if [[ -n ${NVS_TIMES:-} ]]; then echo "lane $lane $((SECONDS - t0))" >>"$NVS_TIMES"; fi
 done
 echo "   VM lanes: $((SECONDS - total)) s"
 exit 0
