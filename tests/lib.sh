@@ -21,6 +21,56 @@ t_fail() { echo "FAIL $1: $2" >>"$NVS_RESULTS"; echo "  ${_t_r}FAIL${_t_n} $1: $
 # t_skip NAME REASON
 t_skip() { echo "SKIP $1: $2" >>"$NVS_RESULTS"; echo "  ${_t_y}SKIP${_t_n} $1: $2"; }
 
+# t_sanitizer_clean FILE: no ASan/LSan/UBSan report in FILE.
+t_sanitizer_clean() {
+	! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: UndefinedBehavior' "$1"
+}
+
+# t_cmd DIR SECS CMD...: runs CMD bounded by SECS, stdout in DIR/out and
+# stderr in DIR/err; its exit status is in $rc (124: it timed out).
+t_cmd() {
+	local dir=$1 secs=$2
+	shift 2
+	timeout -k 5 "$secs" "$@" >"$dir/out" 2>"$dir/err"
+	rc=$?
+}
+
+# t_judge DIR NAME WANT_RC [PYTHON]: judges the last t_cmd in DIR: no
+# sanitizer report on stderr, exit status WANT_RC, and the PYTHON
+# assertions, which see the JSON stdout as d (None when it is not JSON)
+# and stdout and stderr as the strings out and err (undecodable bytes kept
+# as surrogates); they fail the test by raising.
+t_judge() {
+	local dir=$1 name=$2 want=$3 py=${4:-} msg py3=/usr/bin/python3
+	# Debian's python3 (deps.list): a version manager's shim on PATH costs
+	# seconds per start on a loaded machine.
+	[[ -x $py3 ]] || py3=python3
+	if ! t_sanitizer_clean "$dir/err"; then
+		t_fail "$name" "sanitizer: $(grep -m1 -E 'ERROR|runtime error' "$dir/err")"
+		return
+	fi
+	if ((rc != want)); then
+		t_fail "$name" "exit $rc, want $want: $(head -c 300 "$dir/err" "$dir/out" | tr '\n' ' ')"
+		return
+	fi
+	[[ -z $py ]] && { t_pass "$name"; return; }
+	if msg=$("$py3" - "$dir/out" "$dir/err" 2>&1 <<EOF
+import json, sys
+out = open(sys.argv[1], encoding="utf-8", errors="surrogateescape").read()
+err = open(sys.argv[2], encoding="utf-8", errors="surrogateescape").read()
+try:
+    d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
+except ValueError:
+    d = None
+$py
+EOF
+	); then
+		t_pass "$name"
+	else
+		t_fail "$name" "$(tail -n 2 <<<"$msg" | tr '\n' ' ')"
+	fi
+}
+
 # t_run NAME CMD...: passes if CMD exits 0; on failure shows its last lines.
 t_run() {
 	local name=$1 out rc

@@ -51,46 +51,12 @@ lib=$fake/libcuda.so.1
 python=/usr/bin/python3
 [[ -x $python ]] || python=python3
 
-sanitizer_clean() {
-	! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: UndefinedBehavior' "$1"
-}
-
-# run ARGS...: the ASan CLI; stdout in $work/out, stderr in $work/err, $rc.
-run() {
-	"$bin" "$@" >"$work/out" 2>"$work/err"
-	rc=$?
-}
-
-# check NAME WANT_RC [PYTHON-ASSERTIONS]: judges the last run. The python
-# code sees the parsed JSON stdout as `d' (when stdout is JSON) and the
-# text as `out' and `err'; it fails the test by raising.
-check() {
-	local name=$1 want=$2 py=${3:-} msg
-	if ! sanitizer_clean "$work/err"; then
-		t_fail "$name" "sanitizer: $(grep -m1 -E 'ERROR|runtime error' "$work/err")"
-		return
-	fi
-	if ((rc != want)); then
-		t_fail "$name" "exit $rc, want $want: $(head -c 300 "$work/err" "$work/out" | tr '\n' ' ')"
-		return
-	fi
-	[[ -z $py ]] && { t_pass "$name"; return; }
-	if msg=$("$python" - "$work/out" "$work/err" 2>&1 <<EOF
-import json, sys
-out = open(sys.argv[1]).read()
-err = open(sys.argv[2]).read()
-try:
-    d = json.loads(out)
-except ValueError:
-    d = None
-$py
-EOF
-	); then
-		t_pass "$name"
-	else
-		t_fail "$name" "$(tail -n 2 <<<"$msg" | tr '\n' ' ')"
-	fi
-}
+# run ARGS...: the ASan CLI (at most 120 s); stdout in $work/out, stderr
+# in $work/err, the status in $rc. check NAME WANT_RC [PYTHON] judges it
+# (tests/lib.sh t_judge: d is the parsed JSON stdout, out and err the text).
+run() { t_cmd "$work" 120 "$bin" "$@"; }
+check() { t_judge "$work" "$@"; }
+sanitizer_clean() { t_sanitizer_clean "$@"; }
 
 # ---------------------------------------------------------------- topo
 run topo --pci-dump "$topo/5090-switch.dump" --json

@@ -46,45 +46,12 @@ else
 	t_fail nccl-fixtures-current "tests/nccl differs from mkfixtures.py's output: $(head -c 300 "$work/diff")"
 fi
 
-sanitizer_clean() {
-	! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: UndefinedBehavior' "$1"
-}
-
-# run ARGS...: the ASan CLI, stdout in $work/out, stderr in $work/err, $rc.
-run() {
-	timeout 20 "$bin" "$@" >"$work/out" 2>"$work/err"
-	rc=$?
-}
-
-# check NAME WANT_RC [PYTHON]: judges the last run; the python code sees
-# the JSON stdout as d (or None), and out and err as text.
-check() {
-	local name=$1 want=$2 py=${3:-} msg
-	if ! sanitizer_clean "$work/err"; then
-		t_fail "$name" "sanitizer: $(grep -m1 -E 'ERROR|runtime error' "$work/err")"
-		return
-	fi
-	if ((rc != want)); then
-		t_fail "$name" "exit $rc, want $want: $(head -c 300 "$work/err" "$work/out" | tr '\n' ' ')"
-		return
-	fi
-	[[ -z $py ]] && { t_pass "$name"; return; }
-	if msg=$("$python" - "$work/out" "$work/err" 2>&1 <<EOF
-import json, sys
-out = open(sys.argv[1], encoding="utf-8", errors="surrogateescape").read()
-err = open(sys.argv[2], encoding="utf-8", errors="surrogateescape").read()
-try:
-    d = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
-except ValueError:
-    d = None
-$py
-EOF
-	); then
-		t_pass "$name"
-	else
-		t_fail "$name" "$(tail -n 2 <<<"$msg" | tr '\n' ' ')"
-	fi
-}
+# run ARGS...: the ASan CLI (at most 20 s); stdout in $work/out, stderr
+# in $work/err, the status in $rc. check NAME WANT_RC [PYTHON] judges it
+# (tests/lib.sh t_judge: d is the parsed JSON stdout, out and err the text).
+run() { t_cmd "$work" 20 "$bin" "$@"; }
+check() { t_judge "$work" "$@"; }
+sanitizer_clean() { t_sanitizer_clean "$@"; }
 
 # --- one fixture per format family ------------------------------------------
 run nccl-check --json --expect p2p,gdr "$nccl/nccl-2.14-mpirun-tag-output.log"

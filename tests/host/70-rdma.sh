@@ -32,9 +32,7 @@ if ! "$bin" --help 2>/dev/null | grep -q '^  rdma '; then
 fi
 t_pass rdma-listed
 
-sanitizer_clean() {
-	! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: UndefinedBehavior' "$1"
-}
+sanitizer_clean() { t_sanitizer_clean "$@"; }
 
 # expect NAME RC PATTERN ARGS...: exit status RC and PATTERN on stderr.
 expect() {
