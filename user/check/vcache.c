@@ -28,15 +28,21 @@ const char *nvs_vkey_name(enum nvs_vkey_field f)
 	return f < VK_N ? field_name[f] : "?";
 }
 
-/* Printable ASCII only, so that a value is one line of the file. */
-static void put(char *dst, size_t len, const char *src)
+/* Printable ASCII only, so that a text is one line of the file. */
+static void put_text(char *dst, size_t len, const char *src)
 {
 	size_t i = 0;
 
 	for (; src && *src && i + 1 < len; ++src)
 		dst[i++] = *src >= 0x20 && *src < 0x7f ? *src : '?';
 	dst[i] = 0;
-	if (!i)
+}
+
+/* A key value: as put_text, and "unknown" for nothing. */
+static void put(char *dst, size_t len, const char *src)
+{
+	put_text(dst, len, src);
+	if (!dst[0])
 		snprintf(dst, len, "unknown");
 }
 
@@ -429,11 +435,11 @@ int nvs_vcache_save(const struct nvs_vcache *v, const char *dir, char *err, size
 	for (size_t i = 0; i < v->n; ++i) {
 		const struct nvs_vresult *r = &v->r[i];
 
-		put(val, sizeof(val), r->msg);
+		put_text(val, sizeof(val), r->msg);
 		fprintf(f, "check %s %lld %s %s %s\n", nvs_check_result_name(r->res), (long long)r->verified, r->layer,
 			r->name, val);
 		if (r->fix[0]) {
-			put(val, sizeof(val), r->fix);
+			put_text(val, sizeof(val), r->fix);
 			fprintf(f, "fix %s\n", val);
 		}
 	}
