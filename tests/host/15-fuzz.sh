@@ -3,12 +3,12 @@
 #
 # libFuzzer on every reader of a file an admin hands us (tests/fuzz/): the
 # libcuda ELF reader, alone and with the gate analysis on what it parsed,
-# NCCL logs, lspci dumps, the libcuda manifest, doctor.conf and the
-# idle-fix state file and the verdict cache. Each target is built with clang under ASan and UBSan
-# (-fsanitize=fuzzer,address,undefined), replays its saved regression
-# inputs (tests/fuzz/regress/TARGET/), then fuzzes for NVS_FUZZ_SECONDS
-# (20 s by default: eight targets, 160 s of fuzzing, plus the build) from
-# seeds taken from the test fixtures. A crash, leak, hang (over
+# NCCL logs, lspci dumps, the libcuda manifest, doctor.conf, the idle-fix
+# state file and the verdict cache. Each target is built with clang under
+# ASan and UBSan (-fsanitize=fuzzer,address,undefined), replays its saved
+# regression inputs (tests/fuzz/regress/TARGET/), then fuzzes for
+# NVS_FUZZ_SECONDS (20 s by default: eight targets, 160 s of fuzzing, plus
+# the build) from seeds taken from the test fixtures. A crash, leak, hang (over
 # NVS_FUZZ_TIMEOUT s on one input) or sanitizer report fails the target
 # and the input is kept under $NVS_BUILD/fuzz/crashes/.
 set -u
