@@ -3,13 +3,13 @@
 #
 # libFuzzer on every reader of a file an admin hands us (tests/fuzz/): the
 # libcuda ELF reader, alone and with the gate analysis on what it parsed,
-# NCCL logs, lspci dumps, the libcuda manifest, doctor.conf and the
-# idle-fix state file. Each target is built with clang under ASan and UBSan
-# (-fsanitize=fuzzer,address,undefined), replays its saved regression
-# inputs (tests/fuzz/regress/TARGET/), then fuzzes for NVS_FUZZ_SECONDS
-# (10 s by default per target, plus the build: CI's 55-minute budget; the
-# executions per target at 20 s are in docs/benchmarks.md) from
-# seeds taken from the test fixtures. A crash, leak, hang (over
+# NCCL logs, lspci dumps, the libcuda manifest, doctor.conf, the idle-fix
+# state file, the verdict cache and the known-issues table. Each target is
+# built with clang under ASan and UBSan (-fsanitize=fuzzer,address,undefined),
+# replays its saved regression inputs (tests/fuzz/regress/TARGET/), then
+# fuzzes for NVS_FUZZ_SECONDS (10 s by default per target, plus the build:
+# CI's 55-minute budget; executions per target are in docs/benchmarks.md)
+# from seeds taken from the test fixtures. A crash, leak, hang (over
 # NVS_FUZZ_TIMEOUT s on one input) or sanitizer report fails the target
 # and the input is kept under $NVS_BUILD/fuzz/crashes/.
 set -u
@@ -21,7 +21,7 @@ secs=${NVS_FUZZ_SECONDS:-10}
 per_input=${NVS_FUZZ_TIMEOUT:-15}
 out=$NVS_BUILD/fuzz
 crashes=$out/crashes
-targets=(elf gate nccl pcidump manifest doctorconf idlefix)
+targets=(elf gate nccl pcidump manifest doctorconf idlefix vcache)
 # the readers write (the manifest is rewritten, idle-fix saves its state):
 # memory, where there is some, keeps fsync cheap
 work=$(mktemp -d /dev/shm/nvs-fuzz.XXXXXX 2>/dev/null || mktemp -d /tmp/nvs-fuzz.XXXXXX)
@@ -50,7 +50,7 @@ t_pass fuzz-build
 
 # --- seeds, from the fixtures the other suites use --------------------------
 seed=$work/seed
-mkdir -p "$seed"/{elf,nccl,pcidump,manifest,doctorconf,idlefix}
+mkdir -p "$seed"/{elf,nccl,pcidump,manifest,doctorconf,idlefix,vcache}
 # fake libcudas, by tests/host/50-libcuda.sh's recipe: three gate shapes
 for s in '590 590.48.01 -DSHAPE_590' '615 615.71.09 -DSHAPE_615 -DINIT_COPY=2' \
 	'memset 555.42.15 -DSHAPE_MEMSET'; do
@@ -62,7 +62,7 @@ for s in '590 590.48.01 -DSHAPE_590' '615 615.71.09 -DSHAPE_615 -DINIT_COPY=2' \
 done
 cp "$top"/tests/nccl/*.log "$seed/nccl/"
 cp "$top"/tests/topo/*.dump "$seed/pcidump/"
-for t in manifest doctorconf idlefix; do
+for t in manifest doctorconf idlefix vcache; do
 	cp "$top/tests/fuzz/corpus/$t/"* "$seed/$t/"
 done
 # the doctor.conf shipped for /etc/nvsidecar

@@ -84,8 +84,11 @@ cat >"$work/bin/nvsidecar" <<'EOF'
 #!/bin/bash
 echo "$*" >>"$HC_WORK/doctor-runs"
 ls /proc/$$/fd >"$HC_WORK/doctor-fds"
+env | grep '^NVSIDECAR_' | sort >"$HC_WORK/doctor-env"
 case ${FAKE_DOCTOR:-ok} in
 ok) echo "OK: 2 GPU(s), module 0.4.0"; exit 0 ;;
+esc) printf 'FAIL: gpus: \e[31mred\e[0m \xff\xfe bad\n'; exit 1 ;;
+bracket) echo "FAIL: gpu0: 0000:03:00.0 [gb202] fell off the bus"; exit 1 ;;
 fail) echo "FAIL: gpus: 1 GPU(s), 2 expected"; exit 1 ;;
 noisy) echo "nvsidecar: warning: NVML is older than the driver" >&2; echo "FAIL: gpus: 1 GPU(s), 2 expected"; exit 1 ;;
 conf) echo "nvsidecar: /etc/nvsidecar/doctor.conf:3: Unknown setting \`expect-gpu'" >&2; exit 2 ;;
@@ -172,7 +175,7 @@ done
 node IDLE
 t0=$SECONDS
 FAKE_DOCTOR=fail FAKE_SCONTROL=hang hc
-check hc-scontrol-hang-bounded '[[ $rc == 2 ]] && ((SECONDS - t0 < 25)) && grep -q "unable to read node gpu07" "$work/log"'
+check hc-scontrol-hang-bounded '[[ $rc == 2 ]] && ((SECONDS - t0 < 25)) && grep -q "unable to read node gpu07 from slurmctld (scontrol did not answer within 10 s)" "$work/log"'
 node IDLE
 FAKE_DOCTOR=fail FAKE_SCONTROL=fail-update hc
 check hc-update-failure-logged '[[ $rc == 2 ]] && grep -q "draining it.*failed (scontrol: slurm_update error" "$work/log" && ! grep -q ": done" "$work/log"'
@@ -242,13 +245,23 @@ flock -o "$work/run/healthcheck.lock" sleep 300 &
 holder=$!
 for _ in $(seq 50); do flock -n "$work/run/healthcheck.lock" true || break; sleep 0.1; done
 printf -v now '%(%s)T' -1
-echo "12345 $((now - 10))" >"$work/run/healthcheck.lock"
+# the holder's line, as a run writes it into healthcheck.run: pid, start ticks, time
+hticks=$(awk '{print $22}' "/proc/$holder/stat")
+echo "$holder $hticks $((now - 10))" >"$work/run/healthcheck.run"
 node IDLE
 FAKE_DOCTOR=fail hc
-check hc-lock-young-skip '[[ $rc == 0 && $(st) == "IDLE|" && ! -s $work/doctor-runs ]] && grep -q "started 1[0-9]s ago (pid 12345) is still running" "$work/log"'
-echo "12345 $((now - 120))" >"$work/run/healthcheck.lock"
+check hc-lock-young-skip '[[ $rc == 0 && $(st) == "IDLE|" && ! -s $work/doctor-runs ]] && grep -q "started 1[0-9]s ago (pid $holder) is still running" "$work/log"'
+echo "$holder $hticks $((now - 120))" >"$work/run/healthcheck.run"
 FAKE_DOCTOR=ok hc
-check hc-lock-stuck-drains '[[ $rc == 1 && $(st) == "IDLE+DRAIN|nvsidecar: health check stuck: the run started 1"*"s ago (pid 12345) has not finished" ]]'
+check hc-lock-stuck-drains '[[ $rc == 1 && $(st) == "IDLE+DRAIN|nvsidecar: health check stuck: the run started 1"*"s ago (pid $holder) has not finished" ]]'
+# Review finding 8: the lock was just taken by a new run, and the line is
+# still the previous, finished run's (one HealthCheckInterval old). That
+# run is gone: not stuck, and no drain.
+dead=$(bash -c 'echo $$')
+echo "$dead 12345 $((now - 300))" >"$work/run/healthcheck.run"
+node IDLE
+FAKE_DOCTOR=fail hc
+check hc-lock-old-line-no-drain '[[ $rc == 0 && $(st) == "IDLE|" && ! -s $work/doctor-runs ]] && grep -q "another check has just started" "$work/log"'
 kill "$holder"
 wait "$holder" 2>/dev/null
 holder=
@@ -267,3 +280,41 @@ EOF
 node IDLE
 NVSIDECAR_DEFAULTS=$work/defaults hc
 check hc-defaults-not-executed '[[ ! -e $work/executed && $(<"$work/doctor-runs") == "doctor --quick --brief --config $work/gpu.conf" ]]'
+
+# --- review findings 9, 10, 11: the reason read back, arguments, quoting ------
+# 9: an escape sequence goes whole, and a reason with " [" is read back as
+# it was written, so an unchanged failure is not drained again every run
+for v in esc bracket; do
+	node IDLE
+	FAKE_DOCTOR=$v hc
+	r1=$(st)
+	: >"$work/calls"
+	FAKE_DOCTOR=$v hc
+	if [[ $v == esc ]]; then
+		[[ $r1 == "IDLE+DRAIN|nvsidecar: gpus: red    bad" ]] || r1="reason: $r1"
+	else
+		[[ $r1 == "IDLE+DRAIN|nvsidecar: gpu0: 0000:03:00.0 [gb202] fell off the bus" ]] || r1="reason: $r1"
+	fi
+	check "hc-reason-read-back-$v" '[[ $r1 != reason:* && $rc == 1 ]] && ! grep -q update "$work/calls" && grep -q "still unhealthy and drained" "$work/log"'
+done
+# 10: every argument counts
+node IDLE
+FAKE_DOCTOR=ok hc --dry-run --nagios
+check hc-args-all-parsed '[[ $rc == 0 && ! -s $work/calls ]] && grep -q "^NVSIDECAR OK - " "$work/out"'
+: >"$work/doctor-runs"
+FAKE_DOCTOR=ok hc --nagios --bogus
+check hc-args-unknown-second '[[ $rc == 2 && ! -s $work/doctor-runs ]] && grep -q "unknown argument .--bogus" "$work/out"'
+# 11: quotes or a comment in NVSIDECAR_HEALTHCHECK_ARGS cannot work (the
+# value is split at blanks, as systemd splits it): unknown, not a drain
+for v in '--config "/etc/nvsidecar/my gpu.conf" --expect-gpus 8' '--expect-gpus 8 # the gpu config'; do
+	printf 'NVSIDECAR_HEALTHCHECK_ARGS=%s\n' "$v" >"$work/defaults"
+	node IDLE
+	NVSIDECAR_DEFAULTS=$work/defaults hc
+	check "hc-args-quote-unknown-${v:2:6}" '[[ $rc == 3 && $(st) == "IDLE|" && ! -s $work/doctor-runs ]] && grep -q "holds a quote or a .#.*rename the file, or put the options into doctor.conf" "$work/log"'
+done
+
+# --- issue 23 item 3: the cached --full verdict's settings reach doctor ---------
+printf 'NVSIDECAR_VERDICT_MAX_AGE=900\nNVSIDECAR_STATE_DIR="%s/state"\n' "$work" >"$work/defaults"
+node IDLE
+NVSIDECAR_DEFAULTS=$work/defaults hc
+check hc-verdict-settings '[[ $rc == 0 ]] && grep -qx "NVSIDECAR_VERDICT_MAX_AGE=900" "$work/doctor-env" && grep -qx "NVSIDECAR_STATE_DIR=$work/state" "$work/doctor-env"'

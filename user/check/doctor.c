@@ -416,6 +416,8 @@ int nvs_doctor_run(const struct nvs_doctor_opts *o, struct nvs_checks *c)
 	}
 	if (o->mode == NVS_DOCTOR_FULL)
 		nvs_doctor_full(c, o);
+	else
+		nvs_doctor_cached(c, o);
 	c->seconds = now_s(CLOCK_MONOTONIC) - t0;
 	if (c->oom) {
 		nvs_checks_free(c);

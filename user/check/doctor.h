@@ -133,6 +133,8 @@ void nvs_doctor_driver(struct nvs_checks *c, const struct nvs_doctor_opts *o);
 void nvs_doctor_libcuda(struct nvs_checks *c, const struct nvs_doctor_opts *o);
 /* --full: short verified P2P copies and an RDMA loopback into GPU memory. */
 void nvs_doctor_full(struct nvs_checks *c, const struct nvs_doctor_opts *o);
+/* Without --full: the last --full verdict, while its key is unchanged (check/vcache.h). */
+void nvs_doctor_cached(struct nvs_checks *c, const struct nvs_doctor_opts *o);
 
 /* Records a check; the fix of the one added last. Shared by the layer files. */
 void nvs_check_add(struct nvs_checks *c, enum nvs_check_result res, const char *layer, const char *name,

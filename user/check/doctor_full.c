@@ -6,6 +6,14 @@
  * is open) and verifies it. Each runs as a child of this program, so a CUDA
  * or verbs call that hangs or crashes is bounded by a timeout and cannot
  * take the doctor down; the child's exit status is its verdict (nvsidecar(8)).
+ *
+ * What --full verified (these runs, and the libcuda and GDR checks of the
+ * same run) goes into the verdict cache (check/vcache.h) with the key of
+ * what would change it; a later doctor, --quick included (Slurm's health
+ * check), reports those results with their age while the key is unchanged
+ * and the verdict is younger than NVSIDECAR_VERDICT_MAX_AGE, and says
+ * "stale" with the field that changed otherwise. --full itself always runs:
+ * an admin who asks for it after a repair must not get yesterday's answer.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +27,8 @@
 #include <unistd.h>
 
 #include "check/doctor.h"
+#include "check/vcache.h"
+#include "lib/env.h"
 #include "lib/exit.h"
 
 #define add(...) nvs_check_add(__VA_ARGS__)
@@ -117,6 +127,8 @@ static const char *last_line(char *s)
 	return b ? b + 1 : s;
 }
 
+static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o);
+
 static const struct nvs_check *find(const struct nvs_checks *c, const char *name)
 {
 	for (size_t i = 0; i < c->n; ++i)
@@ -200,4 +212,126 @@ void nvs_doctor_full(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 		snprintf(lib, sizeof(lib), "%s", o->lib);
 	full_p2p(c, o, lib);
 	full_rdma(c, o, lib);
+	full_store(c, o);
+}
+
+/* "42 s", "17 min", "5 h", "3 days" */
+static const char *age_str(int64_t s, char *buf, size_t len)
+{
+	if (s < 120)
+		snprintf(buf, len, "%lld s", (long long)s);
+	else if (s < 2 * 3600)
+		snprintf(buf, len, "%lld min", (long long)(s / 60));
+	else if (s < 2 * 86400)
+		snprintf(buf, len, "%lld h", (long long)(s / 3600));
+	else
+		snprintf(buf, len, "%lld days", (long long)(s / 86400));
+	return buf;
+}
+
+static bool cached_layer(const char *layer)
+{
+	return !strcmp(layer, "full") || !strcmp(layer, "libcuda") || !strcmp(layer, "gdr");
+}
+
+static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o)
+{
+	struct nvs_vcache *v = calloc(1, sizeof(*v));
+	char dir[4096], err[4400];
+	int64_t now = (int64_t)time(NULL);
+
+	if (!v) {
+		add(c, CK_WARN, "full", "full-cache", "Out of memory: the verdict was not stored");
+		return;
+	}
+	nvs_vcache_dir(o->root, dir, sizeof(dir));
+	nvs_vkey_read(&v->key, o->root);
+	v->written = now;
+	for (size_t i = 0; i < c->n && v->n < NVS_VCACHE_MAX; ++i) {
+		const struct nvs_check *k = &c->v[i];
+		struct nvs_vresult *r = &v->r[v->n];
+
+		if (!cached_layer(k->layer))
+			continue;
+		r->res = k->res;
+		r->verified = now;
+		snprintf(r->layer, sizeof(r->layer), "%s", k->layer);
+		snprintf(r->name, sizeof(r->name), "%s", k->name);
+		snprintf(r->msg, sizeof(r->msg), "%s", k->msg);
+		snprintf(r->fix, sizeof(r->fix), "%s", k->fix);
+		v->n++;
+	}
+	if (nvs_vcache_save(v, dir, err, sizeof(err))) {
+		add(c, CK_WARN, "full", "full-cache", "the verdict was not stored: %s", err);
+		fix(c, "Later `doctor' runs and Slurm's health check cannot use this verdict: make %s writable, or set NVSIDECAR_STATE_DIR to a per-node writable directory (a read-only root needs one)",
+		    dir);
+	} else {
+		add(c, CK_OK, "full", "full-cache", "verdict stored in %s/%s for later runs (driver %s %s, kernel %s, BIOS %s %s)",
+		    dir, NVS_VCACHE_FILE, v->key.v[VK_DRIVER], v->key.v[VK_FLAVOUR], v->key.v[VK_KERNEL],
+		    v->key.v[VK_BIOS_VERSION], v->key.v[VK_BIOS_DATE]);
+	}
+	free(v);
+}
+
+void nvs_doctor_cached(struct nvs_checks *c, const struct nvs_doctor_opts *o)
+{
+	struct nvs_vcache *v = calloc(1, sizeof(*v));
+	struct nvs_vkey *now_key = calloc(1, sizeof(*now_key));
+	unsigned int max_age = nvs_env_verdict_max_age(NVS_VCACHE_MAX_AGE_DEF);
+	char dir[4096], err[4400], a[32];
+	int64_t now = (int64_t)time(NULL), age;
+	enum nvs_vkey_field f;
+	int ret;
+
+	if (!v || !now_key) {
+		add(c, CK_WARN, "full", "full-cache", "Out of memory: the last `doctor --full' verdict was not read");
+		goto out;
+	}
+	nvs_vcache_dir(o->root, dir, sizeof(dir));
+	ret = nvs_vcache_load(v, dir, err, sizeof(err));
+	/* never ran --full here: nothing to say on every run */
+	if (ret == -ENOENT)
+		goto out;
+	if (ret) {
+		add(c, CK_WARN, "full", "full-cache", "the last `doctor --full' verdict is unusable: %s", err);
+		fix(c, "`nvsidecar doctor --full' rewrites it");
+		goto out;
+	}
+	age = now - v->written;
+	if (age < 0) {
+		add(c, CK_WARN, "full", "full-cache", "the last `doctor --full' verdict in %s is dated %lld s in the future: not used",
+		    dir, (long long)-age);
+		fix(c, "Check the clock, then run `nvsidecar doctor --full'");
+		goto out;
+	}
+	nvs_vkey_read(now_key, o->root);
+	f = nvs_vkey_diff(&v->key, now_key);
+	if (f != VK_N) {
+		add(c, CK_WARN, "full", "full-cache",
+		    "stale: the last `doctor --full' verdict (%s old) was verified with %s `%s', now `%s': its results are not used",
+		    age_str(age, a, sizeof(a)), nvs_vkey_name(f), v->key.v[f], now_key->v[f]);
+		fix(c, "Run `nvsidecar doctor --full' to verify P2P, RDMA and libcuda again after the change");
+		goto out;
+	}
+	if (age > max_age) {
+		add(c, CK_WARN, "full", "full-cache",
+		    "the last `doctor --full' verdict is %s old, older than %u s (NVSIDECAR_VERDICT_MAX_AGE): its results are not used",
+		    age_str(age, a, sizeof(a)), max_age);
+		fix(c, "Run `nvsidecar doctor --full' periodically (nvsidecar-doctor.timer with NVSIDECAR_DOCTOR_ARGS=--full, docs/cluster.md)");
+		goto out;
+	}
+	for (size_t i = 0; i < v->n; ++i) {
+		const struct nvs_vresult *r = &v->r[i];
+
+		/* the layers this run checked itself are its own answer */
+		if (o->mode == NVS_DOCTOR_DEFAULT && strcmp(r->layer, "full"))
+			continue;
+		add(c, r->res, r->layer, r->name, "%s (verified %s ago by `doctor --full', key unchanged)", r->msg,
+		    age_str(now - r->verified, a, sizeof(a)));
+		if (r->fix[0])
+			fix(c, "%s", r->fix);
+	}
+out:
+	free(v);
+	free(now_key);
 }

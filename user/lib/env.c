@@ -102,3 +102,16 @@ bool nvs_env_rdma_test_corrupt(void)
 
 	return v && !strcmp(v, "1");
 }
+
+const char *nvs_env_state_dir(void)
+{
+	return nvs_env("NVSIDECAR_STATE_DIR");
+}
+
+unsigned int nvs_env_verdict_max_age(unsigned int def)
+{
+	const char *v = nvs_env("NVSIDECAR_VERDICT_MAX_AGE");
+	uint32_t s;
+
+	return v && !nvs_parse_u32(v, 0, 100u * 86400, &s) ? s : def;
+}

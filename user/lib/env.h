@@ -43,5 +43,15 @@ bool nvs_env_rdma_test_corrupt(void);
  * seconds, [1, 3600]; def when unset or invalid.
  */
 unsigned int nvs_env_test_verify_timeout_s(unsigned int def);
+/*
+ * NVSIDECAR_STATE_DIR: the per-node writable directory for the verdict
+ * cache (default /var/lib/nvsidecar); NULL when unset.
+ */
+const char *nvs_env_state_dir(void);
+/*
+ * NVSIDECAR_VERDICT_MAX_AGE: seconds after which the last `doctor --full''s
+ * verdict is too old to be used, [0, 100 days]; def when unset or invalid.
+ */
+unsigned int nvs_env_verdict_max_age(unsigned int def);
 
 #endif

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+#
+# The verdict cache (check/vcache.c, issue 22 item 4): `doctor --full'
+# stores what it verified with the key of what changes it; a later doctor
+# (--quick, as Slurm's health check runs it) uses the result while the key
+# is unchanged and says its age, calls it stale after a driver-version,
+# BIOS or BAR1 change, and too old past NVSIDECAR_VERDICT_MAX_AGE; the next
+# --full verifies again. The driver is a /proc/driver/nvidia/version line
+# as the open module prints it (NVS_NVIDIA_VERSION_FILE), BIOS and GPUs a
+# sysfs tree under NVS_DOCTOR_ROOT, CUDA the tests' fake (tests/p2p).
+set -u
+# shellcheck source=../lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+
+top=$NVS_TOP
+bld=$NVS_BUILD/doctor-u
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+root=$work/root
+state=$work/state
+mkdir -p "$root/sys/class/dmi/id" "$root/sys/bus/pci/devices/0000:01:00.0"
+echo "2.10.AS03" >"$root/sys/class/dmi/id/bios_version"
+echo "05/14/2025" >"$root/sys/class/dmi/id/bios_date"
+# a GPU's sysfs: class, vendor, and `resource' (BAR0, then a 32 GiB BAR1)
+gpu=$root/sys/bus/pci/devices/0000:01:00.0
+echo 0x030000 >"$gpu/class"
+echo 0x10de >"$gpu/vendor"
+bar1() {
+	printf '0x00000000fa000000 0x00000000faffffff 0x0000000000040200\n0x%016x 0x%016x 0x000000000014220c\n0x0000000000000000 0x0000000000000000 0x0000000000000000\n' \
+		$((0x3800000000)) $((0x3800000000 + $1 - 1)) >"$gpu/resource"
+}
+bar1 $((32 << 30))
+driver() {
+	echo "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  $1  Release Build  (dvs-builder@U16-I3-B03-4-3)  Thu Oct 30 10:23:41 UTC 2025" >"$work/version"
+}
+driver 590.48.01
+export NVS_NVIDIA_VERSION_FILE=$work/version NVS_LIBCUDA_STATE=$work/lcstate NVS_DOCTOR_ROOT=$root \
+	NVSIDECAR_STATE_DIR=$state FAKE_CUDA_DEVICES=2
+unset LD_LIBRARY_PATH NO_COLOR NVSIDECAR_VERDICT_MAX_AGE
+
+if ! make -s -C "$top/user" O="$bld" WERROR=1 -j2 >"$work/build" 2>&1; then
+	t_fail verdict-build "$(tail -5 "$work/build" | tr '\n' ' ')"
+	exit 0
+fi
+bin=$bld/nvsidecar
+if ! gcc -shared -fPIC -O2 -o "$work/libcuda.so.1" "$top/tests/p2p/fakecuda.c" 2>"$work/err"; then
+	t_fail verdict-fakecuda "$(head -3 "$work/err")"
+	exit 0
+fi
+full() { "$bin" doctor --full --lib "$work/libcuda.so.1" >"$work/full" 2>&1; }
+quick() { "$bin" doctor --quick >"$work/out" 2>&1; rc=$?; }
+show() { grep -E 'full|libcuda|gdr' "$1" | head -c 400 | tr '\n' ' '; }
+
+# --- stored with its key, reused while the key holds ---------------------
+full
+v=$state/verdict
+if grep -q '^OK   full     full-cache: verdict stored in '"$v" "$work/full" && grep -qx 'key driver 590.48.01' "$v" &&
+	grep -qx 'key flavour open' "$v" && grep -qx 'key bios-version 2.10.AS03' "$v" &&
+	grep -qx "key bar1 0000:01:00.0=$((32 << 30))" "$v" && grep -q '^check OK [0-9]* full full-p2p ' "$v"; then
+	t_pass verdict-stored
+else
+	t_fail verdict-stored "$(show "$work/full") file: $(head -c 300 "$v" 2>/dev/null | tr '\n' ' ')"
+fi
+quick
+grep -q "^OK   full     full-p2p: .*(verified [0-9]* s ago by \`doctor --full', key unchanged)$" "$work/out" &&
+	grep -q '^SKIP full     full-rdma: .*key unchanged' "$work/out" && grep -q '^OK   libcuda  libcuda: .*key unchanged' "$work/out" &&
+	! grep -q full-cache "$work/out" && t_pass verdict-reused || t_fail verdict-reused "$(show "$work/out")"
+# the default mode judges libcuda itself, and takes only --full's own runs
+"$bin" doctor >"$work/out" 2>&1
+[[ $(grep -c '^[A-Z]* *libcuda  libcuda: ' "$work/out") == 1 ]] && grep -q '^OK   full     full-p2p: .*key unchanged' "$work/out" &&
+	t_pass verdict-default-mode || t_fail verdict-default-mode "$(show "$work/out")"
+
+# --- a driver upgrade makes it stale; --full verifies again -----------------
+driver 595.10.02
+quick
+grep -q "^WARN full     full-cache: stale: .* verified with driver \`590.48.01', now \`595.10.02': its results are not used" "$work/out" &&
+	! grep -q full-p2p "$work/out" && t_pass verdict-stale-driver || t_fail verdict-stale-driver "$(show "$work/out")"
+full
+quick
+grep -q '^OK   full     full-p2p: .*key unchanged' "$work/out" && grep -qx 'key driver 595.10.02' "$v" &&
+	t_pass verdict-rerun-after-driver || t_fail verdict-rerun-after-driver "$(show "$work/out")"
+
+# --- the other key fields: BIOS, BAR1 -------------------------------------
+echo "2.11.AS01" >"$root/sys/class/dmi/id/bios_version"
+quick
+grep -q "stale: .* bios-version \`2.10.AS03', now \`2.11.AS01'" "$work/out" && t_pass verdict-stale-bios ||
+	t_fail verdict-stale-bios "$(show "$work/out")"
+echo "2.10.AS03" >"$root/sys/class/dmi/id/bios_version"
+bar1 $((256 << 20))
+quick
+grep -q "stale: .* bar1 \`0000:01:00.0=$((32 << 30))', now \`0000:01:00.0=$((256 << 20))'" "$work/out" &&
+	t_pass verdict-stale-bar1 || t_fail verdict-stale-bar1 "$(show "$work/out")"
+bar1 $((32 << 30))
+
+# --- a failure verified by --full is the quick check's failure, while fresh --
+# (a cached FAIL, written into the file: cheaper than another 6 s --full run)
+sed -i 's/^check OK \([0-9]*\) full full-p2p .*/check FAIL \1 full full-p2p (test fixture) a copy arrived wrong\nfix `nvsidecar p2p'"'"' shows which pair/' "$v"
+quick
+grep -q '^FAIL full     full-p2p: (test fixture) a copy arrived wrong (verified [0-9]* s ago' "$work/out" &&
+	grep -q "fix: \`nvsidecar p2p' shows which pair" "$work/out" && [[ $rc == 1 ]] && t_pass verdict-fail-carried ||
+	t_fail verdict-fail-carried "rc $rc: $(show "$work/out")"
+# ...and not once it is older than NVSIDECAR_VERDICT_MAX_AGE
+sed -i "s/^written .*/written $(($(date +%s) - 600))/" "$v"
+NVSIDECAR_VERDICT_MAX_AGE=300 quick
+grep -q "^WARN full     full-cache: the last \`doctor --full' verdict is 10 min old, older than 300 s (NVSIDECAR_VERDICT_MAX_AGE)" "$work/out" &&
+	! grep -q full-p2p "$work/out" && t_pass verdict-too-old || t_fail verdict-too-old "$(show "$work/out")"
+
+# --- garbage, no file, a state directory that cannot be written ----------------
+printf 'nvsidecar-verdict 1\nwritten 1\ncheck OK 1 full full-p2p \377\n' >"$v"
+quick
+grep -q "^WARN full     full-cache: the last \`doctor --full' verdict is unusable: $v:3: not printable text" "$work/out" &&
+	! grep -q full-p2p "$work/out" && t_pass verdict-garbage || t_fail verdict-garbage "$(show "$work/out")"
+rm -f "$v"
+quick
+! grep -qE 'full-(cache|p2p)' "$work/out" && t_pass verdict-none-quiet || t_fail verdict-none-quiet "$(show "$work/out")"
+: >"$work/file"
+NVSIDECAR_STATE_DIR=$work/file/sub full
+grep -q "^WARN full     full-cache: the verdict was not stored: Unable to create \`$work/file'" "$work/full" &&
+	grep -q 'NVSIDECAR_STATE_DIR' "$work/full" && t_pass verdict-unwritable || t_fail verdict-unwritable "$(show "$work/full")"
