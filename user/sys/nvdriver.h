@@ -18,10 +18,28 @@
  */
 bool nvs_nvdriver_version(char *ver, size_t len);
 
+/*
+ * The same, and the flavour: *open is 1 for the open kernel module, 0 for
+ * the proprietary one, -1 when only /sys/module/nvidia/version answered.
+ */
+bool nvs_nvdriver_info(char *ver, size_t len, int *open);
+
 /* The version in one line of that file; false when it has none. */
 bool nvs_nvdriver_parse_line(const char *line, char *ver, size_t len);
 
 /* "535.261.03" from ".../libcuda.so.535.261.03"; false for any other name. */
 bool nvs_nvdriver_libcuda_version(const char *path, char *ver, size_t len);
+
+/*
+ * The registry overrides the loaded driver runs with: the RegistryDwords
+ * line of /proc/driver/nvidia/params (path), which prints them even when
+ * /sys/module/nvidia/parameters/NVreg_RegistryDwords reads empty, e.g.
+ *   RegistryDwords: "RMForceStaticBar1=1;PeerMappingOverride=1"
+ * 0 with the quoted text in out ("" for none), -ENOENT without the file,
+ * -EINVAL when the file has no such line.
+ */
+int nvs_nvdriver_registry(const char *path, char *out, size_t len);
+/* Whether dwords ("K=V;K=V") sets key to val (numbers compared as numbers: 0x1 is 1). */
+bool nvs_nvdriver_registry_has(const char *dwords, const char *key, const char *val);
 
 #endif
