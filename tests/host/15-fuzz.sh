@@ -3,11 +3,11 @@
 #
 # libFuzzer on every reader of a file an admin hands us (tests/fuzz/): the
 # libcuda ELF reader, alone and with the gate analysis on what it parsed,
-# NCCL logs, lspci dumps, the libcuda manifest, doctor.conf and the
-# idle-fix state file. Each target is built with clang under ASan and UBSan
+# NCCL logs, lspci dumps, the libcuda manifest, doctor.conf, the
+# idle-fix state file and the known-issues table. Each target is built with clang under ASan and UBSan
 # (-fsanitize=fuzzer,address,undefined), replays its saved regression
 # inputs (tests/fuzz/regress/TARGET/), then fuzzes for NVS_FUZZ_SECONDS
-# (20 s by default: seven targets, 140 s of fuzzing, plus the build) from
+# (20 s by default: eight targets, 160 s of fuzzing, plus the build) from
 # seeds taken from the test fixtures. A crash, leak, hang (over
 # NVS_FUZZ_TIMEOUT s on one input) or sanitizer report fails the target
 # and the input is kept under $NVS_BUILD/fuzz/crashes/.
@@ -20,7 +20,7 @@ secs=${NVS_FUZZ_SECONDS:-20}
 per_input=${NVS_FUZZ_TIMEOUT:-15}
 out=$NVS_BUILD/fuzz
 crashes=$out/crashes
-targets=(elf gate nccl pcidump manifest doctorconf idlefix)
+targets=(elf gate nccl pcidump manifest doctorconf idlefix knownissues)
 # the readers write (the manifest is rewritten, idle-fix saves its state):
 # memory, where there is some, keeps fsync cheap
 work=$(mktemp -d /dev/shm/nvs-fuzz.XXXXXX 2>/dev/null || mktemp -d /tmp/nvs-fuzz.XXXXXX)
@@ -49,7 +49,7 @@ t_pass fuzz-build
 
 # --- seeds, from the fixtures the other suites use --------------------------
 seed=$work/seed
-mkdir -p "$seed"/{elf,nccl,pcidump,manifest,doctorconf,idlefix}
+mkdir -p "$seed"/{elf,nccl,pcidump,manifest,doctorconf,idlefix,knownissues}
 # fake libcudas, by tests/host/50-libcuda.sh's recipe: three gate shapes
 for s in '590 590.48.01 -DSHAPE_590' '615 615.71.09 -DSHAPE_615 -DINIT_COPY=2' \
 	'memset 555.42.15 -DSHAPE_MEMSET'; do
@@ -61,11 +61,13 @@ for s in '590 590.48.01 -DSHAPE_590' '615 615.71.09 -DSHAPE_615 -DINIT_COPY=2' \
 done
 cp "$top"/tests/nccl/*.log "$seed/nccl/"
 cp "$top"/tests/topo/*.dump "$seed/pcidump/"
-for t in manifest doctorconf idlefix; do
+for t in manifest doctorconf idlefix knownissues; do
 	cp "$top/tests/fuzz/corpus/$t/"* "$seed/$t/"
 done
 # the doctor.conf shipped for /etc/nvsidecar
 find "$top/scripts" -name doctor.conf -exec cp {} "$seed/doctorconf/shipped.conf" \;
+# and the shipped known-issues table
+cp "$top/scripts/nvsidecar/known-issues.tsv" "$seed/knownissues/shipped.tsv"
 n_seed=$(find "$seed" -type f | wc -l)
 if [[ ! -s $seed/elf/libcuda-590.so ]] || ((n_seed < 20)); then
 	t_fail fuzz-seeds "only $n_seed seed files: $(head -c 300 "$work/seed.log")"
