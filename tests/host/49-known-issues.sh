@@ -153,6 +153,7 @@ tab() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@"; }
 		https://example.org/k
 	printf 't-bad\tnccl\t>=2.x\t-\tWARN\tbad version\tfix\thttps://example.org/\n'
 	tab t-bad2 nccl '*' 'module:nvidia & (kernel>=6' WARN 'bad condition' 'fix' https://example.org/
+	printf 't-tab\tnccl\t*\t-\tWARN\ta trailing tab\tfix\thttps://example.org/\t\n'
 } >"$work/data/known-issues.tsv"
 
 node "$work/ra" 6.8.0-90-generic "nvidia_peermem nvidia" 0 "RMForceStaticBar1=1;PeerMappingOverride=1"
@@ -191,7 +192,8 @@ assert all(c["result"] == "WARN" for c in d["checks"] if c["name"] == "known-iss
 path = sys.argv[2]
 assert any(e.startswith(path + ":10: versions `>=2.x'"'"'") for e in errs), errs
 assert any(e.startswith(path + ":11: condition: missing `)'"'"'") for e in errs), errs
-assert len(errs) == 2, errs
+assert any(e.startswith(path + ":12: 9 tab-separated columns") for e in errs), errs
+assert len(errs) == 3, errs
 ' "$work/ra.json" "$work/data/known-issues.tsv" 2>"$work/err" && t_pass known-table-bad-rows ||
 	t_fail known-table-bad-rows "$(tail -1 "$work/err")"
 

@@ -388,22 +388,22 @@ static void parse_row(const struct nvs_ki_table *t, char *line, struct nvs_ki_ro
 	static const char *const names[] = { "id", "component", "versions", "condition",
 					     "severity", "consequence", "fix", "source" };
 	char *col[8], *p = line, sev[8];
-	size_t n = 0, len[8];
+	size_t n = 1, len[8];
 
 	err[0] = 0;
-	while (n < 8) {
-		col[n] = p;
-		p += strcspn(p, "\t");
-		len[n] = (size_t)(p - col[n]);
-		++n;
-		if (!*p)
-			break;
-		*p++ = 0;
-	}
-	if (n < 8 || *p) {
-		snprintf(err, errlen, "%zu tab-separated columns, expected 8 (%s)", n + (*p ? 1 : 0),
+	for (const char *q = line; *q; ++q)
+		n += *q == '\t';
+	if (n != 8) {
+		snprintf(err, errlen, "%zu tab-separated columns, expected 8 (%s)", n,
 			 "id, component, versions, condition, severity, consequence, fix, source");
 		return;
+	}
+	for (size_t i = 0; i < 8; ++i) {
+		col[i] = p;
+		p += strcspn(p, "\t");
+		len[i] = (size_t)(p - col[i]);
+		if (*p)
+			*p++ = 0;
 	}
 	for (size_t i = 0; i < 8; ++i)
 		if (!len[i] || col[i][0] == ' ' || col[i][len[i] - 1] == ' ') {
