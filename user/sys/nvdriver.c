@@ -108,6 +108,37 @@ bool nvs_nvdriver_libcuda_version(const char *path, char *ver, size_t len)
 	return true;
 }
 
+/* The version after label in line into out; false when the line has no such label or version. */
+static bool labelled(const char *line, const char *label, char *out, size_t len)
+{
+	const char *p = strstr(line, label);
+	size_t n;
+
+	if (!p)
+		return false;
+	p += strlen(label);
+	p += strspn(p, " \t");
+	n = strcspn(p, " \t|\n");
+	if (!is_version(p, n) || n >= len)
+		return false;
+	memcpy(out, p, n);
+	out[n] = 0;
+	return true;
+}
+
+bool nvs_nvdriver_smi_header(const char *line, char *drv, size_t dlen, char *cuda, size_t clen)
+{
+	if (dlen)
+		drv[0] = 0;
+	if (clen)
+		cuda[0] = 0;
+	if (!strstr(line, "NVIDIA-SMI"))
+		return false;
+	if (!labelled(line, "CUDA UMD Version:", cuda, clen))
+		labelled(line, "CUDA Version:", cuda, clen);
+	return labelled(line, "KMD Version:", drv, dlen) || labelled(line, "Driver Version:", drv, dlen);
+}
+
 int nvs_nvdriver_registry(const char *path, char *out, size_t len)
 {
 	static const char key[] = "RegistryDwords:";

@@ -31,6 +31,16 @@ bool nvs_nvdriver_parse_line(const char *line, char *ver, size_t len);
 bool nvs_nvdriver_libcuda_version(const char *path, char *ver, size_t len);
 
 /*
+ * The versions in nvidia-smi's header line, in either format:
+ *   | NVIDIA-SMI 590.44.01   Driver Version: 590.44.01   CUDA Version: 13.1 |
+ *   | NVIDIA-SMI 610.43.02   KMD Version: 610.43.02   CUDA UMD Version: 13.3 |
+ * (nvidia-smi 610 deprecated "Driver Version" and "CUDA Version" for the
+ * second pair). drv gets the driver's, cuda the CUDA version or "" when
+ * the line has none (old drivers); false when the line names no driver.
+ */
+bool nvs_nvdriver_smi_header(const char *line, char *drv, size_t dlen, char *cuda, size_t clen);
+
+/*
  * The registry overrides the loaded driver runs with: the RegistryDwords
  * line of /proc/driver/nvidia/params (path), which prints them even when
  * /sys/module/nvidia/parameters/NVreg_RegistryDwords reads empty, e.g.
