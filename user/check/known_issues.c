@@ -37,12 +37,12 @@ static bool is_version(const char *p, size_t n)
 	bool digit = false;
 
 	for (size_t i = 0; i < n; ++i) {
-		if (p[i] >= '0' && p[i] <= '9')
-			digit = true;
-		else if (p[i] != '.' || !digit)
+		/* a dot only after a digit */
+		if (p[i] == '.' && !digit)
 			return false;
-		else
-			digit = false;
+		if (p[i] != '.' && (p[i] < '0' || p[i] > '9'))
+			return false;
+		digit = p[i] != '.';
 	}
 	return digit;
 }

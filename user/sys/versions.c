@@ -9,8 +9,9 @@
  *   (ucp.h); libucp's file name carries libtool's numbers, not the release.
  * - libfabric: uint32_t fi_version(void), FI_MAJOR(v) = v >> 16,
  *   FI_MINOR(v) = v & 0xFFFF (fabric.h): the API version, no patch level.
- * - rdma-core: its build names libibverbs libibverbs.so.1.<abi>.<rdma-core
- *   version>, e.g. libibverbs.so.1.14.44.0 in Debian's rdma-core 44.0.
+ * - rdma-core: its build names the verbs library
+ *   libibverbs.so.1.<abi>.<rdma-core version>, e.g. libibverbs.so.1.14.44.0
+ *   in Debian's rdma-core 44.0.
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -28,12 +29,12 @@ static bool dotted(const char *p)
 	bool digit = false;
 
 	for (; *p; ++p) {
-		if (*p >= '0' && *p <= '9')
-			digit = true;
-		else if (*p != '.' || !digit)
+		/* a dot only after a digit */
+		if (*p == '.' && !digit)
 			return false;
-		else
-			digit = false;
+		if (*p != '.' && (*p < '0' || *p > '9'))
+			return false;
+		digit = *p != '.';
 	}
 	return digit;
 }
@@ -119,7 +120,7 @@ bool nvs_version_rdma_core_name(const char *path, char *ver, size_t len)
 bool nvs_version_nccl(char *ver, size_t len)
 {
 	char real[PATH_MAX];
-	int (*get)(int *);
+	int (*get)(int *version);
 	int code = 0;
 	bool ok = false;
 	void *h;
@@ -142,7 +143,7 @@ bool nvs_version_nccl(char *ver, size_t len)
 
 bool nvs_version_ucx(char *ver, size_t len)
 {
-	void (*get)(unsigned int *, unsigned int *, unsigned int *);
+	void (*get)(unsigned int *major, unsigned int *minor, unsigned int *release);
 	unsigned int major = 0, minor = 0, release = 0;
 	bool ok = false;
 	void *h;
