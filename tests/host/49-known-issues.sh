@@ -16,7 +16,8 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 top=$NVS_TOP
-bld=$NVS_BUILD/known-u
+# the build 45-doctor made (same flags): no second build of the helper in a full run
+bld=$NVS_BUILD/doctor-u
 table=$top/scripts/nvsidecar/known-issues.tsv
 py=/usr/bin/python3
 work=$(mktemp -d)
