@@ -117,7 +117,7 @@ install-helper:
 	sub 0755 scripts/slurm/nvsidecar-healthcheck "$(LIBEXECDIR)/nvsidecar-healthcheck"; \
 	sub 0644 scripts/slurm/nvsidecar.nhc "$(EXAMPLEDIR)/nvsidecar.nhc"; \
 	sub 0644 scripts/slurm/slurm.conf.example "$(EXAMPLEDIR)/slurm.conf"; \
-	inst 0644 scripts/nvsidecar/known-issues.tsv "$(DATADIR)/nvsidecar/known-issues.tsv"; \
+	sub 0644 scripts/nvsidecar/known-issues.tsv "$(DATADIR)/nvsidecar/known-issues.tsv"; \
 	inst 0644 docs/known-issues.md "$(DOCDIR)/known-issues.md"; \
 	for f in nvsidecar.rules.yml nvsidecar.rules.test.yml nvsidecar-dashboard.json; do \
 		inst 0644 "docs/prometheus/$$f" "$(DATADIR)/nvsidecar/prometheus/$$f"; done; \
