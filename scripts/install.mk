@@ -10,7 +10,8 @@
 #     install-helper   nvsidecar, libnvsidecar, headers, man page,
 #                      completion, systemd units, /etc/nvsidecar/doctor.conf,
 #                      the Slurm health check, NHC check, Prometheus rules
-#                      and Grafana dashboard
+#                      and Grafana dashboard, the doctor's known-issues
+#                      table and its page
 #   make uninstall    removes exactly what install recorded in its manifest
 #   make dkms-install KVER=...     add, build and install for one kernel
 #   make dkms-uninstall KVER=...   remove for one kernel (and the source tree
@@ -116,6 +117,8 @@ install-helper:
 	sub 0755 scripts/slurm/nvsidecar-healthcheck "$(LIBEXECDIR)/nvsidecar-healthcheck"; \
 	sub 0644 scripts/slurm/nvsidecar.nhc "$(EXAMPLEDIR)/nvsidecar.nhc"; \
 	sub 0644 scripts/slurm/slurm.conf.example "$(EXAMPLEDIR)/slurm.conf"; \
+	sub 0644 scripts/nvsidecar/known-issues.tsv "$(DATADIR)/nvsidecar/known-issues.tsv"; \
+	inst 0644 docs/known-issues.md "$(DOCDIR)/known-issues.md"; \
 	for f in nvsidecar.rules.yml nvsidecar.rules.test.yml nvsidecar-dashboard.json; do \
 		inst 0644 "docs/prometheus/$$f" "$(DATADIR)/nvsidecar/prometheus/$$f"; done; \
 	save_manifest

@@ -21,7 +21,7 @@ secs=${NVS_FUZZ_SECONDS:-10}
 per_input=${NVS_FUZZ_TIMEOUT:-15}
 out=$NVS_BUILD/fuzz
 crashes=$out/crashes
-targets=(elf gate nccl pcidump manifest doctorconf idlefix vcache)
+targets=(elf gate nccl pcidump manifest doctorconf idlefix vcache knownissues)
 # the readers write (the manifest is rewritten, idle-fix saves its state):
 # memory, where there is some, keeps fsync cheap
 work=$(mktemp -d /dev/shm/nvs-fuzz.XXXXXX 2>/dev/null || mktemp -d /tmp/nvs-fuzz.XXXXXX)
@@ -50,7 +50,7 @@ t_pass fuzz-build
 
 # --- seeds, from the fixtures the other suites use --------------------------
 seed=$work/seed
-mkdir -p "$seed"/{elf,nccl,pcidump,manifest,doctorconf,idlefix,vcache}
+mkdir -p "$seed"/{elf,nccl,pcidump,manifest,doctorconf,idlefix,vcache,knownissues}
 # fake libcudas, by tests/host/50-libcuda.sh's recipe: three gate shapes
 for s in '590 590.48.01 -DSHAPE_590' '615 615.71.09 -DSHAPE_615 -DINIT_COPY=2' \
 	'memset 555.42.15 -DSHAPE_MEMSET'; do
@@ -62,11 +62,13 @@ for s in '590 590.48.01 -DSHAPE_590' '615 615.71.09 -DSHAPE_615 -DINIT_COPY=2' \
 done
 cp "$top"/tests/nccl/*.log "$seed/nccl/"
 cp "$top"/tests/topo/*.dump "$seed/pcidump/"
-for t in manifest doctorconf idlefix vcache; do
+for t in manifest doctorconf idlefix vcache knownissues; do
 	cp "$top/tests/fuzz/corpus/$t/"* "$seed/$t/"
 done
 # the doctor.conf shipped for /etc/nvsidecar
 find "$top/scripts" -name doctor.conf -exec cp {} "$seed/doctorconf/shipped.conf" \;
+# and the shipped known-issues table
+cp "$top/scripts/nvsidecar/known-issues.tsv" "$seed/knownissues/shipped.tsv"
 n_seed=$(find "$seed" -type f | wc -l)
 if [[ ! -s $seed/elf/libcuda-590.so ]] || ((n_seed < 20)); then
 	t_fail fuzz-seeds "only $n_seed seed files: $(head -c 300 "$work/seed.log")"

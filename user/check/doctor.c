@@ -413,6 +413,7 @@ int nvs_doctor_run(const struct nvs_doctor_opts *o, struct nvs_checks *c)
 	if (o->mode != NVS_DOCTOR_QUICK) {
 		nvs_doctor_libcuda(c, o);
 		check_topology(c, o->pci_dump, o->ids, o->nids);
+		nvs_doctor_known(c, o);
 	}
 	if (o->mode == NVS_DOCTOR_FULL)
 		nvs_doctor_full(c, o);

@@ -131,6 +131,8 @@ void nvs_doctor_driver(struct nvs_checks *c, const struct nvs_doctor_opts *o);
  * gate and nvidia-peermem.
  */
 void nvs_doctor_libcuda(struct nvs_checks *c, const struct nvs_doctor_opts *o);
+/* Known problems of neighbouring components (known-issues.tsv) that match this node. */
+void nvs_doctor_known(struct nvs_checks *c, const struct nvs_doctor_opts *o);
 /* --full: short verified P2P copies and an RDMA loopback into GPU memory. */
 void nvs_doctor_full(struct nvs_checks *c, const struct nvs_doctor_opts *o);
 /* Without --full: the last --full verdict, while its key is unchanged (check/vcache.h). */

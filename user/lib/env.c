@@ -39,6 +39,16 @@ const char *nvs_env_nvidia_version_file(void)
 	return nvs_env("NVS_NVIDIA_VERSION_FILE");
 }
 
+const char *nvs_env_versions_libdir(void)
+{
+	return nvs_env("NVS_VERSIONS_LIBDIR");
+}
+
+const char *nvs_env_datadir(void)
+{
+	return nvs_env("NVSIDECAR_DATADIR");
+}
+
 const char *nvs_env_libcuda_debug(void)
 {
 	return nvs_env("NVS_LIBCUDA_DEBUG");

@@ -21,6 +21,10 @@ const char *nvs_env_doctor_root(void);
 const char *nvs_env_ld_library_path(void);
 /* NVS_NVIDIA_VERSION_FILE: a file read instead of /proc/driver/nvidia/version (tests). */
 const char *nvs_env_nvidia_version_file(void);
+/* NVS_VERSIONS_LIBDIR: the directory sys/versions.c loads NCCL, UCX... from, not the loader's path (tests). */
+const char *nvs_env_versions_libdir(void);
+/* NVSIDECAR_DATADIR: where the doctor's data (known-issues.tsv) is, before the installed copy. */
+const char *nvs_env_datadir(void);
 /* NVS_LIBCUDA_DEBUG: the gate analysis explains itself on stderr; the value, if hex, names one store. */
 const char *nvs_env_libcuda_debug(void);
 /* NVS_LIBCUDA_TIMING: the gate analysis prints its phase times on stderr. */

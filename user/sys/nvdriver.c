@@ -7,6 +7,7 @@
  * $(TARGET_ARCH)"), so the word after "for" is an architecture, never the
  * version.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,16 +55,25 @@ bool nvs_nvdriver_parse_line(const char *line, char *ver, size_t len)
 
 bool nvs_nvdriver_version(char *ver, size_t len)
 {
+	int open;
+
+	return nvs_nvdriver_info(ver, len, &open);
+}
+
+bool nvs_nvdriver_info(char *ver, size_t len, int *open)
+{
 	const char *file = nvs_env_nvidia_version_file();
 	char line[512];
 	FILE *f;
 
+	*open = -1;
 	if (!len)
 		return false;
 	ver[0] = 0;
 	f = fopen(file ? file : "/proc/driver/nvidia/version", "re");
 	while (f && !ver[0] && fgets(line, sizeof(line), f))
-		nvs_nvdriver_parse_line(line, ver, len);
+		if (nvs_nvdriver_parse_line(line, ver, len))
+			*open = strstr(line, "Open Kernel Module") != NULL;
 	if (f)
 		fclose(f);
 	/* the module's own version, where /proc is not mounted or says nothing */
@@ -96,4 +106,103 @@ bool nvs_nvdriver_libcuda_version(const char *path, char *ver, size_t len)
 		return false;
 	memcpy(ver, b, n + 1);
 	return true;
+}
+
+/* The version after label in line into out; false when the line has no such label or version. */
+static bool labelled(const char *line, const char *label, char *out, size_t len)
+{
+	const char *p = strstr(line, label);
+	size_t n;
+
+	if (!p)
+		return false;
+	p += strlen(label);
+	p += strspn(p, " \t");
+	n = strcspn(p, " \t|\n");
+	if (!is_version(p, n) || n >= len)
+		return false;
+	memcpy(out, p, n);
+	out[n] = 0;
+	return true;
+}
+
+bool nvs_nvdriver_smi_header(const char *line, char *drv, size_t dlen, char *cuda, size_t clen)
+{
+	if (dlen)
+		drv[0] = 0;
+	if (clen)
+		cuda[0] = 0;
+	if (!strstr(line, "NVIDIA-SMI"))
+		return false;
+	if (!labelled(line, "CUDA UMD Version:", cuda, clen))
+		labelled(line, "CUDA Version:", cuda, clen);
+	return labelled(line, "KMD Version:", drv, dlen) || labelled(line, "Driver Version:", drv, dlen);
+}
+
+int nvs_nvdriver_registry(const char *path, char *out, size_t len)
+{
+	static const char key[] = "RegistryDwords:";
+	char line[4096];
+	int ret = -EINVAL;
+	FILE *f;
+
+	if (len)
+		out[0] = 0;
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (ret && fgets(line, sizeof(line), f)) {
+		char *p = line, *q;
+
+		if (strncmp(p, key, strlen(key)))
+			continue;
+		p += strlen(key);
+		p += strspn(p, " \t");
+		q = *p == '"' ? strchr(p + 1, '"') : NULL;
+		if (!q)
+			break;
+		*q = 0;
+		if (snprintf(out, len, "%s", p + 1) < (int)len)
+			ret = 0;
+		else if (len)
+			out[0] = 0;
+	}
+	fclose(f);
+	return ret;
+}
+
+/* a and b equal, as numbers when both are (strtoull's base 0), else as text */
+static bool same_value(const char *a, size_t an, const char *b)
+{
+	char x[32];
+	char *e1, *e2;
+	unsigned long long u, v;
+
+	if (an < sizeof(x)) {
+		memcpy(x, a, an);
+		x[an] = 0;
+		u = strtoull(x, &e1, 0);
+		v = strtoull(b, &e2, 0);
+		if (e1 != x && !*e1 && e2 != b && !*e2)
+			return u == v;
+	}
+	return strlen(b) == an && !strncmp(a, b, an);
+}
+
+bool nvs_nvdriver_registry_has(const char *dwords, const char *key, const char *val)
+{
+	size_t klen = strlen(key);
+	const char *p = dwords;
+
+	while (*p) {
+		size_t n = strcspn(p, ";");
+		const char *eq = memchr(p, '=', n);
+
+		if (eq && (size_t)(eq - p) == klen && !strncmp(p, key, klen) &&
+		    same_value(eq + 1, n - klen - 1, val))
+			return true;
+		p += n;
+		p += *p == ';';
+	}
+	return false;
 }
