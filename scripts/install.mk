@@ -44,6 +44,9 @@ DEFAULTDIR ?= $(SYSCONFDIR)/default
 DKMSSRCDIR ?= /usr/src/nvsidecar-$(VERSION)
 INITRAMFSDIR ?= /usr/share/initramfs-tools
 DRACUTDIR ?= /usr/lib/dracut/modules.d
+# Where the Prometheus alerts' runbook_url points: the alerts' README.md as
+# installed, or a site's own published copy (docs/prometheus/README.md).
+RUNBOOK_URL ?= file://$(DATADIR)/nvsidecar/prometheus/README.md
 # Empty: write no manifest (packages have their own).
 NVS_MANIFEST ?= $(DATADIR)/nvsidecar/install-manifest
 # libnvsidecar's soname number: user/Makefile's SOVER is the one place it is set.
@@ -116,7 +119,10 @@ install-helper:
 	sub 0755 scripts/slurm/nvsidecar-healthcheck "$(LIBEXECDIR)/nvsidecar-healthcheck"; \
 	sub 0644 scripts/slurm/nvsidecar.nhc "$(EXAMPLEDIR)/nvsidecar.nhc"; \
 	sub 0644 scripts/slurm/slurm.conf.example "$(EXAMPLEDIR)/slurm.conf"; \
-	for f in nvsidecar.rules.yml nvsidecar.rules.test.yml nvsidecar-dashboard.json; do \
+	for f in nvsidecar.rules.yml nvsidecar.rules.test.yml; do \
+		t=$$(mktemp); sed 's|@RUNBOOK_URL@|$(RUNBOOK_URL)|g' "docs/prometheus/$$f" >"$$t"; \
+		inst 0644 "$$t" "$(DATADIR)/nvsidecar/prometheus/$$f"; rm -f "$$t"; done; \
+	for f in nvsidecar-dashboard.json README.md; do \
 		inst 0644 "docs/prometheus/$$f" "$(DATADIR)/nvsidecar/prometheus/$$f"; done; \
 	save_manifest
 ifeq ($(DESTDIR),)
