@@ -60,7 +60,7 @@ NVS_DKMS_FILES = Makefile $(KSRC)
 
 # inst MODE SRC DST (DST without DESTDIR): install one file and record it,
 # and every directory it had to create, in the manifest being built ($$man).
-nvs_inst_fns = set -e; mkdir -p "$(DESTDIR)/"; man=$$(mktemp); trap 'rm -f "$$man"' EXIT; if [ -n "$(NVS_MANIFEST)" ] && [ -f "$(DESTDIR)$(NVS_MANIFEST)" ]; then cp "$(DESTDIR)$(NVS_MANIFEST)" "$$man"; fi; mkd() { p=$$1; new=; while [ "$$p" != / ] && [ ! -d "$(DESTDIR)$$p" ]; do new="$$p $$new"; p=$$(dirname "$$p"); done; for d in $$new; do mkdir "$(DESTDIR)$$d"; echo "d $$d" >>"$$man"; done; }; inst() { mkd "$$(dirname "$$3")"; install -m "$$1" "$$2" "$(DESTDIR)$$3"; echo "f $$3" >>"$$man"; }; lnk() { mkd "$$(dirname "$$2")"; ln -sfn "$$1" "$(DESTDIR)$$2"; echo "f $$2" >>"$$man"; }; sub() { t=$$(mktemp); sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g' -e 's|@DATADIR@|$(DATADIR)|g' -e 's|@EXAMPLEDIR@|$(EXAMPLEDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' "$$2" >"$$t"; inst "$$1" "$$t" "$$3"; rm -f "$$t"; }; save_manifest() { [ -n "$(NVS_MANIFEST)" ] || return 0; mkd "$$(dirname "$(NVS_MANIFEST)")"; echo "f $(NVS_MANIFEST)" >>"$$man"; awk '!seen[$$0]++' "$$man" >"$(DESTDIR)$(NVS_MANIFEST)"; chmod 0644 "$(DESTDIR)$(NVS_MANIFEST)"; }
+nvs_inst_fns = set -e; mkdir -p "$(DESTDIR)/"; man=$$(mktemp); trap 'rm -f "$$man"' EXIT; if [ -n "$(NVS_MANIFEST)" ] && [ -f "$(DESTDIR)$(NVS_MANIFEST)" ]; then cp "$(DESTDIR)$(NVS_MANIFEST)" "$$man"; fi; mkd() { p=$$1; new=; while [ "$$p" != / ] && [ ! -d "$(DESTDIR)$$p" ]; do new="$$p $$new"; p=$$(dirname "$$p"); done; for d in $$new; do mkdir "$(DESTDIR)$$d"; echo "d $$d" >>"$$man"; done; }; inst() { mkd "$$(dirname "$$3")"; install -m "$$1" "$$2" "$(DESTDIR)$$3"; echo "f $$3" >>"$$man"; }; conf() { mkd "$$(dirname "$$3")"; install -m "$$1" "$$2" "$(DESTDIR)$$3"; echo "c $$(sha256sum <"$(DESTDIR)$$3" | cut -d' ' -f1) $$3" >>"$$man"; }; lnk() { mkd "$$(dirname "$$2")"; ln -sfn "$$1" "$(DESTDIR)$$2"; echo "f $$2" >>"$$man"; }; sub() { t=$$(mktemp); sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g' -e 's|@DATADIR@|$(DATADIR)|g' -e 's|@EXAMPLEDIR@|$(EXAMPLEDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' "$$2" >"$$t"; inst "$$1" "$$t" "$$3"; rm -f "$$t"; }; save_manifest() { [ -n "$(NVS_MANIFEST)" ] || return 0; mkd "$$(dirname "$(NVS_MANIFEST)")"; echo "f $(NVS_MANIFEST)" >>"$$man"; awk '!seen[$$0]++' "$$man" >"$(DESTDIR)$(NVS_MANIFEST)"; chmod 0644 "$(DESTDIR)$(NVS_MANIFEST)"; }
 
 # One after the other: both append to the same manifest.
 install:
@@ -90,7 +90,7 @@ install-dkms: install-dkms-src
 	if [ -e "$(DESTDIR)$(DEFAULTDIR)/nvsidecar" ]; then \
 		echo "Keeping the existing $(DESTDIR)$(DEFAULTDIR)/nvsidecar"; \
 	else \
-		inst 0644 scripts/initramfs-tools/nvsidecar.default "$(DEFAULTDIR)/nvsidecar"; \
+		conf 0644 scripts/initramfs-tools/nvsidecar.default "$(DEFAULTDIR)/nvsidecar"; \
 	fi; \
 	save_manifest
 
@@ -113,7 +113,7 @@ install-helper:
 	if [ -e "$(DESTDIR)$(SYSCONFDIR)/nvsidecar/doctor.conf" ]; then \
 		echo "Keeping the existing $(DESTDIR)$(SYSCONFDIR)/nvsidecar/doctor.conf"; \
 	else \
-		inst 0644 scripts/nvsidecar/doctor.conf "$(SYSCONFDIR)/nvsidecar/doctor.conf"; \
+		conf 0644 scripts/nvsidecar/doctor.conf "$(SYSCONFDIR)/nvsidecar/doctor.conf"; \
 	fi; \
 	inst 0644 scripts/nvsidecar/doctor.conf "$(EXAMPLEDIR)/doctor.conf"; \
 	sub 0755 scripts/slurm/nvsidecar-healthcheck "$(LIBEXECDIR)/nvsidecar-healthcheck"; \
@@ -130,7 +130,9 @@ ifeq ($(DESTDIR),)
 endif
 
 # Files first, then the directories install created, deepest first; a
-# directory that now holds something else stays.
+# directory that now holds something else stays. A settings file ("c" in the
+# manifest, with its hash at install) goes only if unchanged, as dpkg treats
+# conffiles: an admin's edits survive `make uninstall'.
 uninstall:
 	@m="$(DESTDIR)$(NVS_MANIFEST)"; \
 	if [ -z "$(NVS_MANIFEST)" ] || [ ! -f "$$m" ]; then echo "No install manifest at $$m: nothing to uninstall" >&2; exit 1; fi; \
@@ -141,6 +143,11 @@ uninstall:
 	fi; \
 	list=$$(cat "$$m"); \
 	echo "$$list" | sed -n 's/^f //p' | while read -r f; do rm -f "$(DESTDIR)$$f"; done; \
+	echo "$$list" | sed -n 's/^c //p' | while read -r h f; do \
+		[ -e "$(DESTDIR)$$f" ] || continue; \
+		if [ "$$(sha256sum <"$(DESTDIR)$$f" | cut -d' ' -f1)" = "$$h" ]; then rm -f "$(DESTDIR)$$f"; \
+		else echo "Keeping $(DESTDIR)$$f: changed since install (your settings); delete it yourself if you no longer want it"; fi; \
+	done; \
 	echo "$$list" | sed -n 's/^d //p' | sort -r | while read -r d; do rmdir "$(DESTDIR)$$d" 2>/dev/null || echo "Keeping $(DESTDIR)$$d: not empty"; done
 ifeq ($(DESTDIR),)
 	-@ldconfig
