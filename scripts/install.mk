@@ -8,7 +8,8 @@
 #     install-dkms     DKMS source tree (install-dkms-src), initramfs-tools hook, dracut module,
 #                      modules-load.d, modprobe.d example, /etc/default
 #     install-helper   nvsidecar, libnvsidecar, headers, man page,
-#                      completion, systemd units, /etc/nvsidecar/doctor.conf,
+#                      completion, systemd units, /etc/cron.d/nvsidecar and
+#                      its runner, /etc/nvsidecar/doctor.conf,
 #                      the Slurm health check, NHC check, Prometheus rules
 #                      and Grafana dashboard
 #   make uninstall    removes exactly what install recorded in its manifest
@@ -60,7 +61,7 @@ NVS_DKMS_FILES = Makefile $(KSRC)
 
 # inst MODE SRC DST (DST without DESTDIR): install one file and record it,
 # and every directory it had to create, in the manifest being built ($$man).
-nvs_inst_fns = set -e; mkdir -p "$(DESTDIR)/"; man=$$(mktemp); trap 'rm -f "$$man"' EXIT; if [ -n "$(NVS_MANIFEST)" ] && [ -f "$(DESTDIR)$(NVS_MANIFEST)" ]; then cp "$(DESTDIR)$(NVS_MANIFEST)" "$$man"; fi; mkd() { p=$$1; new=; while [ "$$p" != / ] && [ ! -d "$(DESTDIR)$$p" ]; do new="$$p $$new"; p=$$(dirname "$$p"); done; for d in $$new; do mkdir "$(DESTDIR)$$d"; echo "d $$d" >>"$$man"; done; }; inst() { mkd "$$(dirname "$$3")"; install -m "$$1" "$$2" "$(DESTDIR)$$3"; echo "f $$3" >>"$$man"; }; conf() { mkd "$$(dirname "$$3")"; install -m "$$1" "$$2" "$(DESTDIR)$$3"; echo "c $$(sha256sum <"$(DESTDIR)$$3" | cut -d' ' -f1) $$3" >>"$$man"; }; lnk() { mkd "$$(dirname "$$2")"; ln -sfn "$$1" "$(DESTDIR)$$2"; echo "f $$2" >>"$$man"; }; sub() { t=$$(mktemp); sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g' -e 's|@DATADIR@|$(DATADIR)|g' -e 's|@EXAMPLEDIR@|$(EXAMPLEDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' "$$2" >"$$t"; inst "$$1" "$$t" "$$3"; rm -f "$$t"; }; save_manifest() { [ -n "$(NVS_MANIFEST)" ] || return 0; mkd "$$(dirname "$(NVS_MANIFEST)")"; echo "f $(NVS_MANIFEST)" >>"$$man"; awk '!seen[$$0]++' "$$man" >"$(DESTDIR)$(NVS_MANIFEST)"; chmod 0644 "$(DESTDIR)$(NVS_MANIFEST)"; }
+nvs_inst_fns = set -e; mkdir -p "$(DESTDIR)/"; man=$$(mktemp); trap 'rm -f "$$man"' EXIT; if [ -n "$(NVS_MANIFEST)" ] && [ -f "$(DESTDIR)$(NVS_MANIFEST)" ]; then cp "$(DESTDIR)$(NVS_MANIFEST)" "$$man"; fi; mkd() { p=$$1; new=; while [ "$$p" != / ] && [ ! -d "$(DESTDIR)$$p" ]; do new="$$p $$new"; p=$$(dirname "$$p"); done; for d in $$new; do mkdir "$(DESTDIR)$$d"; echo "d $$d" >>"$$man"; done; }; inst() { mkd "$$(dirname "$$3")"; install -m "$$1" "$$2" "$(DESTDIR)$$3"; echo "f $$3" >>"$$man"; }; conf() { mkd "$$(dirname "$$3")"; install -m "$$1" "$$2" "$(DESTDIR)$$3"; echo "c $$(sha256sum <"$(DESTDIR)$$3" | cut -d' ' -f1) $$3" >>"$$man"; }; lnk() { mkd "$$(dirname "$$2")"; ln -sfn "$$1" "$(DESTDIR)$$2"; echo "f $$2" >>"$$man"; }; sub() { t=$$(mktemp); sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g' -e 's|@DATADIR@|$(DATADIR)|g' -e 's|@EXAMPLEDIR@|$(EXAMPLEDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' "$$2" >"$$t"; if [ "$${4:-}" = conf ]; then conf "$$1" "$$t" "$$3"; else inst "$$1" "$$t" "$$3"; fi; rm -f "$$t"; }; save_manifest() { [ -n "$(NVS_MANIFEST)" ] || return 0; mkd "$$(dirname "$(NVS_MANIFEST)")"; echo "f $(NVS_MANIFEST)" >>"$$man"; awk '!seen[$$0]++' "$$man" >"$(DESTDIR)$(NVS_MANIFEST)"; chmod 0644 "$(DESTDIR)$(NVS_MANIFEST)"; }
 
 # One after the other: both append to the same manifest.
 install:
@@ -110,6 +111,12 @@ install-helper:
 	else echo "No scripts/completion/nvsidecar.bash yet: installing no completion"; fi; \
 	for u in scripts/systemd/*.service scripts/systemd/*.timer; do \
 		sub 0644 "$$u" "$(UNITDIR)/$${u##*/}"; done; \
+	sub 0755 scripts/cron/nvsidecar-cron "$(LIBEXECDIR)/nvsidecar-cron"; \
+	if [ -e "$(DESTDIR)$(SYSCONFDIR)/cron.d/nvsidecar" ]; then \
+		echo "Keeping the existing $(DESTDIR)$(SYSCONFDIR)/cron.d/nvsidecar"; \
+	else \
+		sub 0644 scripts/cron/nvsidecar.cron "$(SYSCONFDIR)/cron.d/nvsidecar" conf; \
+	fi; \
 	if [ -e "$(DESTDIR)$(SYSCONFDIR)/nvsidecar/doctor.conf" ]; then \
 		echo "Keeping the existing $(DESTDIR)$(SYSCONFDIR)/nvsidecar/doctor.conf"; \
 	else \
