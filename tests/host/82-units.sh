@@ -146,7 +146,7 @@ runner bogus 2>"$work/cron/err"
 
 # --- the postinst and the initramfs ---------------------------------------------------
 if ((EUID != 0)) || ! unshare --mount --propagation private true 2>/dev/null; then
-	for t in stale refresh not-in-image hook-off; do
+	for t in stale refresh not-in-image hook-off rpm-not-in-image; do
 		t_skip "units-postinst-$t" "needs root and a private mount namespace"
 	done
 	exit 0
@@ -180,13 +180,14 @@ postinst() {
 	local name=$1
 	shift
 	: >"$work/$name.log"
-	env "$@" NVS_STUB_LOG="$work/$name.log" PATH="$stub:$PATH" KVER=$kver SCRIPT="$work/postinst" \
+	env SCRIPT="$work/postinst" "$@" NVS_STUB_LOG="$work/$name.log" PATH="$stub:$PATH" KVER=$kver \
 		unshare --mount --propagation private sh -c '
 		for d in /boot /lib/modules /var/lib/dkms /etc/default; do
 			mkdir -p "$d" && mount -t tmpfs nvs-test "$d" || exit 90
 		done
 		mkdir -p "/lib/modules/$KVER/build/include"
 		: >"/boot/initrd.img-$KVER"
+		: >"/boot/initramfs-$KVER.img"
 		[ -n "$NVS_DEFAULT" ] && printf "%s\n" "$NVS_DEFAULT" >/etc/default/nvsidecar
 		NVSIDECAR_DKMS_KERNELS=$KVER sh "$SCRIPT" configure 0.0.0' >"$work/$name.out" 2>&1
 }
@@ -221,4 +222,17 @@ else
 	t_fail units-postinst-hook-off "$(tail -n 3 "$work/hook-off.out" | tr '\n' ' ')"
 fi
 
+# the RPM's %post dkms, the same first install (dracut's lsinitrd lists no
+# nvsidecar.ko): the image and `dracut -f --kver' are named
+sed -n '/^%post dkms/,/^%preun dkms/p' "$NVS_TOP/scripts/rpm/nvsidecar.spec" | sed -e '1d;$d' \
+	-e 's/%{name}/nvsidecar/g' -e 's/%{version}/0.0.1/g' >"$work/rpm-post"
+printf '#!/bin/sh\necho usr/lib/modules/test/kernel/fs/ext4.ko.xz\n' >"$stub/lsinitrd"
+chmod +x "$stub/lsinitrd"
+postinst rpm-not-in-image SCRIPT="$work/rpm-post" NVS_DEFAULT=
+if grep -q "the initramfs of $kver holds no nvsidecar.ko" "$work/rpm-not-in-image.out" &&
+	grep -qx "  dracut -f --kver $kver" "$work/rpm-not-in-image.out" && grep -q "dkms install" "$work/rpm-not-in-image.log"; then
+	t_pass units-postinst-rpm-not-in-image
+else
+	t_fail units-postinst-rpm-not-in-image "$(tail -n 3 "$work/rpm-not-in-image.out" | tr '\n' ' ')"
+fi
 exit 0
