@@ -8,7 +8,8 @@
 #     install-dkms     DKMS source tree (install-dkms-src), initramfs-tools hook, dracut module,
 #                      modules-load.d, modprobe.d example, /etc/default
 #     install-helper   nvsidecar, libnvsidecar, headers, man page,
-#                      completion, systemd units, /etc/nvsidecar/doctor.conf,
+#                      completion, systemd units, /etc/cron.d/nvsidecar and
+#                      its runner, /etc/nvsidecar/doctor.conf,
 #                      the Slurm health check, NHC check, Prometheus rules
 #                      and Grafana dashboard, the doctor's known-issues
 #                      table and its page
@@ -45,6 +46,9 @@ DEFAULTDIR ?= $(SYSCONFDIR)/default
 DKMSSRCDIR ?= /usr/src/nvsidecar-$(VERSION)
 INITRAMFSDIR ?= /usr/share/initramfs-tools
 DRACUTDIR ?= /usr/lib/dracut/modules.d
+# Where the Prometheus alerts' runbook_url points: the alerts' README.md as
+# installed, or a site's own published copy (docs/prometheus/README.md).
+RUNBOOK_URL ?= file://$(DATADIR)/nvsidecar/prometheus/README.md
 # Empty: write no manifest (packages have their own).
 NVS_MANIFEST ?= $(DATADIR)/nvsidecar/install-manifest
 # libnvsidecar's soname number: user/Makefile's SOVER is the one place it is set.
@@ -58,7 +62,7 @@ NVS_DKMS_FILES = Makefile $(KSRC)
 
 # inst MODE SRC DST (DST without DESTDIR): install one file and record it,
 # and every directory it had to create, in the manifest being built ($$man).
-nvs_inst_fns = set -e; mkdir -p "$(DESTDIR)/"; man=$$(mktemp); trap 'rm -f "$$man"' EXIT; if [ -n "$(NVS_MANIFEST)" ] && [ -f "$(DESTDIR)$(NVS_MANIFEST)" ]; then cp "$(DESTDIR)$(NVS_MANIFEST)" "$$man"; fi; mkd() { p=$$1; new=; while [ "$$p" != / ] && [ ! -d "$(DESTDIR)$$p" ]; do new="$$p $$new"; p=$$(dirname "$$p"); done; for d in $$new; do mkdir "$(DESTDIR)$$d"; echo "d $$d" >>"$$man"; done; }; inst() { mkd "$$(dirname "$$3")"; install -m "$$1" "$$2" "$(DESTDIR)$$3"; echo "f $$3" >>"$$man"; }; lnk() { mkd "$$(dirname "$$2")"; ln -sfn "$$1" "$(DESTDIR)$$2"; echo "f $$2" >>"$$man"; }; sub() { t=$$(mktemp); sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g' -e 's|@DATADIR@|$(DATADIR)|g' -e 's|@EXAMPLEDIR@|$(EXAMPLEDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' "$$2" >"$$t"; inst "$$1" "$$t" "$$3"; rm -f "$$t"; }; save_manifest() { [ -n "$(NVS_MANIFEST)" ] || return 0; mkd "$$(dirname "$(NVS_MANIFEST)")"; echo "f $(NVS_MANIFEST)" >>"$$man"; awk '!seen[$$0]++' "$$man" >"$(DESTDIR)$(NVS_MANIFEST)"; chmod 0644 "$(DESTDIR)$(NVS_MANIFEST)"; }
+nvs_inst_fns = set -e; mkdir -p "$(DESTDIR)/"; man=$$(mktemp); trap 'rm -f "$$man"' EXIT; if [ -n "$(NVS_MANIFEST)" ] && [ -f "$(DESTDIR)$(NVS_MANIFEST)" ]; then cp "$(DESTDIR)$(NVS_MANIFEST)" "$$man"; fi; mkd() { p=$$1; new=; while [ "$$p" != / ] && [ ! -d "$(DESTDIR)$$p" ]; do new="$$p $$new"; p=$$(dirname "$$p"); done; for d in $$new; do mkdir "$(DESTDIR)$$d"; echo "d $$d" >>"$$man"; done; }; inst() { mkd "$$(dirname "$$3")"; install -m "$$1" "$$2" "$(DESTDIR)$$3"; echo "f $$3" >>"$$man"; }; conf() { mkd "$$(dirname "$$3")"; install -m "$$1" "$$2" "$(DESTDIR)$$3"; echo "c $$(sha256sum <"$(DESTDIR)$$3" | cut -d' ' -f1) $$3" >>"$$man"; }; lnk() { mkd "$$(dirname "$$2")"; ln -sfn "$$1" "$(DESTDIR)$$2"; echo "f $$2" >>"$$man"; }; sub() { t=$$(mktemp); sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@LIBEXECDIR@|$(LIBEXECDIR)|g' -e 's|@DATADIR@|$(DATADIR)|g' -e 's|@EXAMPLEDIR@|$(EXAMPLEDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' "$$2" >"$$t"; if [ "$${4:-}" = conf ]; then conf "$$1" "$$t" "$$3"; else inst "$$1" "$$t" "$$3"; fi; rm -f "$$t"; }; save_manifest() { [ -n "$(NVS_MANIFEST)" ] || return 0; mkd "$$(dirname "$(NVS_MANIFEST)")"; echo "f $(NVS_MANIFEST)" >>"$$man"; awk '!seen[$$0]++' "$$man" >"$(DESTDIR)$(NVS_MANIFEST)"; chmod 0644 "$(DESTDIR)$(NVS_MANIFEST)"; }
 
 # One after the other: both append to the same manifest.
 install:
@@ -88,7 +92,7 @@ install-dkms: install-dkms-src
 	if [ -e "$(DESTDIR)$(DEFAULTDIR)/nvsidecar" ]; then \
 		echo "Keeping the existing $(DESTDIR)$(DEFAULTDIR)/nvsidecar"; \
 	else \
-		inst 0644 scripts/initramfs-tools/nvsidecar.default "$(DEFAULTDIR)/nvsidecar"; \
+		conf 0644 scripts/initramfs-tools/nvsidecar.default "$(DEFAULTDIR)/nvsidecar"; \
 	fi; \
 	save_manifest
 
@@ -108,10 +112,16 @@ install-helper:
 	else echo "No scripts/completion/nvsidecar.bash yet: installing no completion"; fi; \
 	for u in scripts/systemd/*.service scripts/systemd/*.timer; do \
 		sub 0644 "$$u" "$(UNITDIR)/$${u##*/}"; done; \
+	sub 0755 scripts/cron/nvsidecar-cron "$(LIBEXECDIR)/nvsidecar-cron"; \
+	if [ -e "$(DESTDIR)$(SYSCONFDIR)/cron.d/nvsidecar" ]; then \
+		echo "Keeping the existing $(DESTDIR)$(SYSCONFDIR)/cron.d/nvsidecar"; \
+	else \
+		sub 0644 scripts/cron/nvsidecar.cron "$(SYSCONFDIR)/cron.d/nvsidecar" conf; \
+	fi; \
 	if [ -e "$(DESTDIR)$(SYSCONFDIR)/nvsidecar/doctor.conf" ]; then \
 		echo "Keeping the existing $(DESTDIR)$(SYSCONFDIR)/nvsidecar/doctor.conf"; \
 	else \
-		inst 0644 scripts/nvsidecar/doctor.conf "$(SYSCONFDIR)/nvsidecar/doctor.conf"; \
+		conf 0644 scripts/nvsidecar/doctor.conf "$(SYSCONFDIR)/nvsidecar/doctor.conf"; \
 	fi; \
 	inst 0644 scripts/nvsidecar/doctor.conf "$(EXAMPLEDIR)/doctor.conf"; \
 	sub 0755 scripts/slurm/nvsidecar-healthcheck "$(LIBEXECDIR)/nvsidecar-healthcheck"; \
@@ -119,7 +129,10 @@ install-helper:
 	sub 0644 scripts/slurm/slurm.conf.example "$(EXAMPLEDIR)/slurm.conf"; \
 	sub 0644 scripts/nvsidecar/known-issues.tsv "$(DATADIR)/nvsidecar/known-issues.tsv"; \
 	inst 0644 docs/known-issues.md "$(DOCDIR)/known-issues.md"; \
-	for f in nvsidecar.rules.yml nvsidecar.rules.test.yml nvsidecar-dashboard.json; do \
+	for f in nvsidecar.rules.yml nvsidecar.rules.test.yml; do \
+		t=$$(mktemp); sed 's|@RUNBOOK_URL@|$(RUNBOOK_URL)|g' "docs/prometheus/$$f" >"$$t"; \
+		inst 0644 "$$t" "$(DATADIR)/nvsidecar/prometheus/$$f"; rm -f "$$t"; done; \
+	for f in nvsidecar-dashboard.json README.md; do \
 		inst 0644 "docs/prometheus/$$f" "$(DATADIR)/nvsidecar/prometheus/$$f"; done; \
 	save_manifest
 ifeq ($(DESTDIR),)
@@ -127,7 +140,9 @@ ifeq ($(DESTDIR),)
 endif
 
 # Files first, then the directories install created, deepest first; a
-# directory that now holds something else stays.
+# directory that now holds something else stays. A settings file ("c" in the
+# manifest, with its hash at install) goes only if unchanged, as dpkg treats
+# conffiles: an admin's edits survive `make uninstall'.
 uninstall:
 	@m="$(DESTDIR)$(NVS_MANIFEST)"; \
 	if [ -z "$(NVS_MANIFEST)" ] || [ ! -f "$$m" ]; then echo "No install manifest at $$m: nothing to uninstall" >&2; exit 1; fi; \
@@ -138,6 +153,11 @@ uninstall:
 	fi; \
 	list=$$(cat "$$m"); \
 	echo "$$list" | sed -n 's/^f //p' | while read -r f; do rm -f "$(DESTDIR)$$f"; done; \
+	echo "$$list" | sed -n 's/^c //p' | while read -r h f; do \
+		[ -e "$(DESTDIR)$$f" ] || continue; \
+		if [ "$$(sha256sum <"$(DESTDIR)$$f" | cut -d' ' -f1)" = "$$h" ]; then rm -f "$(DESTDIR)$$f"; \
+		else echo "Keeping $(DESTDIR)$$f: changed since install (your settings); delete it yourself if you no longer want it"; fi; \
+	done; \
 	echo "$$list" | sed -n 's/^d //p' | sort -r | while read -r d; do rmdir "$(DESTDIR)$$d" 2>/dev/null || echo "Keeping $(DESTDIR)$$d: not empty"; done
 ifeq ($(DESTDIR),)
 	-@ldconfig

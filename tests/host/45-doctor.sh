@@ -210,6 +210,36 @@ printf 'expect-gpus 4\n' >"$work/bad.conf"
 "$bin" doctor --config "$work/bad.conf" >/dev/null 2>"$work/err"
 [[ $? == 2 ]] && grep -q "bad.conf:1: expected \`key = value'" "$work/err" && t_pass doctor-conf-bad-line ||
 	t_fail doctor-conf-bad-line "$(head -1 "$work/err")"
+# admin review finding 15: a UTF-8 byte order mark is read past; a NUL
+# byte or a file far too large is "not a doctor.conf", not "line too long";
+# the same setting twice is an error naming both lines, not last-wins; a
+# file error is not followed by a pointer to --help
+printf '\xef\xbb\xbfexpect-gpus = 4\n' >"$work/bom.conf"
+"$bin" doctor --quick --config "$work/bom.conf" --json >"$work/json" 2>"$work/err"
+grep -q '4 expected' "$work/json" && t_pass doctor-conf-bom || t_fail doctor-conf-bom "$(head -c 200 "$work/err")"
+printf 'expect-gpus = 2\n\0x\n' >"$work/nul.conf"
+bad conf-nul "nul.conf:2: a NUL byte: not a text file" --config "$work/nul.conf" --quick
+head -c 100000 /dev/zero | tr '\0' x >"$work/big.conf"
+bad conf-big "big.conf is over 64 KiB: not a doctor.conf" --config "$work/big.conf" --quick
+printf 'expect-gpus = 2\nlimit = hotspot:95\nlimit = mem*:90\nexpect-gpus = 4\n' >"$work/dup.conf"
+bad conf-dup "dup.conf:4: \`expect-gpus' is already set on line 1; keep one" --config "$work/dup.conf" --quick
+printf 'limit = hotspot:95\nlimit = hotspot:90\n' >"$work/dup.conf"
+bad conf-dup-limit "dup.conf:2: \`limit' for hotspot is already set on line 1" --config "$work/dup.conf" --quick
+grep -q 'Try' "$work/err" && t_fail doctor-conf-no-help-hint "$(cat "$work/err")" || t_pass doctor-conf-no-help-hint
+if command -v setpriv >/dev/null && ((EUID == 0)); then
+	pub=$(mktemp -d /tmp/nvs-dconf.XXXXXX)
+	chmod 755 "$pub"
+	install -m 600 "$work/bom.conf" "$pub/doctor.conf"
+	nvs_world_copy "$bin"
+	setpriv --reuid=65534 --regid=65534 --clear-groups -- "$NVS_WORLD_COPY" doctor --quick --config "$pub/doctor.conf" \
+		>/dev/null 2>"$work/err"
+	rc=$?
+	[[ $rc == 4 ]] && grep -q 'Permission denied (run as root, or make it readable)' "$work/err" &&
+		t_pass doctor-conf-eacces || t_fail doctor-conf-eacces "rc $rc: $(head -2 "$work/err" | tr '\n' ' ')"
+	rm -rf "$pub"
+else
+	t_skip doctor-conf-eacces "needs root and setpriv to read as an unprivileged user"
+fi
 # the example shipped for /etc/nvsidecar/doctor.conf parses, and sets nothing by default
 "$bin" doctor --quick --config "$top/scripts/nvsidecar/doctor.conf" --brief >"$work/out" 2>&1
 [[ $? == 1 ]] && grep -q '^FAIL: module-loaded' "$work/out" && t_pass doctor-conf-example ||

@@ -37,6 +37,27 @@ else
 	[[ $? != 0 ]] && t_pass prometheus-test-rules-bite || t_fail prometheus-test-rules-bite "a 105 °C threshold passed the 100 °C tests"
 fi
 
+# Every alert links to its own heading in docs/prometheus/README.md (the
+# anchor a Markdown renderer gives "## NvsidecarX" is "#nvsidecarx");
+# 81-install-paths checks the link once installed.
+if ! "$py" -c 'import yaml' 2>/dev/null; then
+	t_skip prometheus-runbooks "python3-yaml is not installed (scripts/deps.sh)"
+else
+	got=$("$py" - "$prom/nvsidecar.rules.yml" "$prom/README.md" <<'EOF'
+import re, sys, yaml
+rules = [r for g in yaml.safe_load(open(sys.argv[1]))["groups"] for r in g["rules"] if "alert" in r]
+heads = {h.strip().lower() for h in re.findall(r"^## (.*)$", open(sys.argv[2]).read(), re.M)}
+bad = []
+for r in rules:
+    url = r.get("annotations", {}).get("runbook_url", "")
+    if url != "@RUNBOOK_URL@#" + r["alert"].lower() or r["alert"].lower() not in heads:
+        bad.append(r["alert"] + "=" + url)
+print(len(rules), bad)
+EOF
+	)
+	[[ $got == "7 []" ]] && t_pass prometheus-runbooks || t_fail prometheus-runbooks "$got"
+fi
+
 if ! "$py" -c 'import yaml' 2>/dev/null; then
 	t_skip prometheus-dashboard "python3-yaml is not installed (scripts/deps.sh)"
 else

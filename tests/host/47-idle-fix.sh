@@ -215,6 +215,12 @@ fix --state "$WORK/ro/x.state" >"$WORK/ro.out" 2>"$WORK/ro.err"
 echo "ro $?"
 fix --state "$WORK/full/x.state" >"$WORK/full.out" 2>"$WORK/full.err"
 echo "full $?"
+# no inode left: the lock file itself cannot be created
+mkdir -p "$WORK/noino"
+mount -t tmpfs -o size=64k,nr_inodes=2 nvs-noino "$WORK/noino" || exit 90
+: >"$WORK/noino/filler"
+fix --state "$WORK/noino/x.state" >"$WORK/noino.out" 2>"$WORK/noino.err"
+echo "noino $?"
 EOF
 nvml 100 0
 if ((EUID == 0)) && WORK=$work BIN=$bin unshare -m bash "$work/fs.sh" >"$work/fs.rc" 2>&1; then
@@ -225,10 +231,26 @@ if ((EUID == 0)) && WORK=$work BIN=$bin unshare -m bash "$work/fs.sh" >"$work/fs
 	rc=$(awk '$1 == "full" { print $2 }' "$work/fs.rc")
 	[[ $rc == 1 ]] && grep -q "No space left on device; this run's counts were not saved.*; free space there, or pass --state" "$work/full.err" &&
 		t_pass idle-fix-state-enospc || t_fail idle-fix-state-enospc "rc $rc: $(head -1 "$work/full.err")"
+	# finding 12: a state place that cannot take a write is an I/O failure
+	# (exit 1) with the next step, not a usage error (was exit 2)
+	rc=$(awk '$1 == "noino" { print $2 }' "$work/fs.rc")
+	[[ $rc == 1 ]] && grep -q "Unable to open $work/noino/x.state.lock: No space left on device; free space there, or pass --state" "$work/noino.err" &&
+		t_pass idle-fix-lock-enospc || t_fail idle-fix-lock-enospc "rc $rc: $(head -1 "$work/noino.err")"
 else
 	t_skip idle-fix-state-erofs "needs root and a private mount namespace (unshare -m): $(tail -1 "$work/fs.rc" 2>/dev/null)"
+	t_skip idle-fix-lock-enospc "needs root and a private mount namespace (unshare -m)"
 	t_skip idle-fix-state-enospc "needs root and a private mount namespace (unshare -m)"
 fi
+# finding 6: a report that cannot be written (stdout full) is exit 1, as
+# for topo and doctor, in text and JSON; the state is still saved
+bad=
+for a in "" "--json" "--dry-run"; do
+	# shellcheck disable=SC2086
+	fix $a >/dev/full 2>"$work/err"
+	rc=$?
+	[[ $rc == 1 ]] && grep -q 'write error: No space left on device' "$work/err" || bad+=" [$a] rc $rc: $(head -c 120 "$work/err")"
+done
+[[ -z $bad ]] && t_pass idle-fix-stdout-full || t_fail idle-fix-stdout-full "$bad"
 FAKE_NVML_INIT_ERROR=9 fix >/dev/null 2>"$work/err"
 rc=$?
 [[ $rc == 3 ]] && grep -q 'nvmlInit failed: Driver Not Loaded' "$work/err" && t_pass idle-fix-nvml-init ||

@@ -79,9 +79,74 @@ else
 	t_skip units-verify "systemd-analyze is not installed"
 fi
 
+# --- nodes without systemd: /etc/cron.d/nvsidecar and nvsidecar-cron --------------
+# Every line runs one of the three jobs as root and is inert where systemd
+# runs; the runner reads /etc/default/nvsidecar as the units do, passes
+# the same options, runs one job at a time, and says what to fix when a
+# per-node path is not writable. The helper is a recorder here: its own
+# behaviour is 45-doctor's and 47-idle-fix's.
+cron=$NVS_TOP/scripts/cron
+got=$(grep -vE '^[[:space:]]*(#|$|[A-Z]+=)' "$cron/nvsidecar.cron" |
+	awk -F'\t' '{ split($1, f, " "); print length(f), $2, $3 }' | sort | tr '\n' ';')
+want='5 root test -e /run/systemd/system || @LIBEXECDIR@/nvsidecar-cron doctor;5 root test -e /run/systemd/system || @LIBEXECDIR@/nvsidecar-cron idle-fix;5 root test -e /run/systemd/system || @LIBEXECDIR@/nvsidecar-cron metrics;'
+[[ $got == "$want" ]] && t_pass cron-d-lines || t_fail cron-d-lines "$got"
+mkdir -p "$work/cron/tf" "$work/cron/sd"
+cat >"$work/cron/nvsidecar" <<'EOS'
+#!/bin/sh
+echo "$*" >>"$CRON_LOG"
+exit "${CRON_RC:-0}"
+EOS
+chmod 755 "$work/cron/nvsidecar"
+cat >"$work/cron/defaults" <<EOS
+# a settings file as the package ships it, filled in for a diskless node
+NVSIDECAR_DOCTOR_ARGS="--strict --expect-gpus 2"
+NVSIDECAR_TEXTFILE_DIR=$work/cron/tf
+NVSIDECAR_IDLE_FIX_ARGS="--state $work/cron/state/idle-fix.state"
+NVSIDECAR_CRON_LOCKDIR=$work/cron/lock
+EOS
+runner() { # JOB...: the runner under dash, as cron runs it
+	NVSIDECAR_DEFAULTS=$work/cron/defaults NVSIDECAR_BIN=$work/cron/nvsidecar CRON_LOG=$work/cron/log \
+		NVSIDECAR_SYSTEMD_RUNDIR=${SDDIR:-$work/cron/none} dash "$cron/nvsidecar-cron" "$@"
+}
+: >"$work/cron/log"
+SDDIR=$work/cron/sd runner metrics 2>"$work/cron/err"
+rc=$?
+[[ $rc == 0 && ! -s $work/cron/log && ! -s $work/cron/err ]] && t_pass cron-inert-under-systemd ||
+	t_fail cron-inert-under-systemd "rc $rc: $(cat "$work/cron/log" "$work/cron/err")"
+runner doctor && CRON_RC=1 runner metrics && runner idle-fix
+rc=$?
+got=$(cat "$work/cron/log")
+want="doctor --strict --expect-gpus 2
+doctor --brief --textfile $work/cron/tf
+idle-fix --state $work/cron/state/idle-fix.state"
+[[ $rc == 0 && $got == "$want" && -f $work/cron/lock/cron-metrics.lock ]] && t_pass cron-jobs-settings ||
+	t_fail cron-jobs-settings "rc $rc: $(tr '\n' '|' <<<"$got")"
+# a run still holding the job's lock: the next one does not start
+: >"$work/cron/log"
+flock "$work/cron/lock/cron-doctor.lock" dash -c '"$@"' _ env NVSIDECAR_DEFAULTS="$work/cron/defaults" \
+	NVSIDECAR_BIN="$work/cron/nvsidecar" CRON_LOG="$work/cron/log" NVSIDECAR_SYSTEMD_RUNDIR="$work/cron/none" \
+	dash "$cron/nvsidecar-cron" doctor 2>"$work/cron/err"
+rc=$?
+[[ $rc == 1 && ! -s $work/cron/log ]] && grep -q 'the previous run still holds .*cron-doctor.lock' "$work/cron/err" &&
+	t_pass cron-one-at-a-time || t_fail cron-one-at-a-time "rc $rc: $(cat "$work/cron/err")"
+# per-node paths that are missing or not writable (a read-only shared root)
+sed -i "s|^NVSIDECAR_TEXTFILE_DIR=.*|NVSIDECAR_TEXTFILE_DIR=$work/cron/nope|" "$work/cron/defaults"
+runner metrics 2>"$work/cron/err"
+rc=$?
+[[ $rc == 1 ]] && grep -q "no directory $work/cron/nope; create it, or set NVSIDECAR_TEXTFILE_DIR" "$work/cron/err" &&
+	t_pass cron-textfile-dir-missing || t_fail cron-textfile-dir-missing "rc $rc: $(cat "$work/cron/err")"
+: >"$work/cron/file"
+sed -i "s|^NVSIDECAR_CRON_LOCKDIR=.*|NVSIDECAR_CRON_LOCKDIR=$work/cron/file/lock|" "$work/cron/defaults"
+runner idle-fix 2>"$work/cron/err"
+rc=$?
+[[ $rc == 1 ]] && grep -q "cannot write the lock directory $work/cron/file/lock; set NVSIDECAR_CRON_LOCKDIR" "$work/cron/err" &&
+	t_pass cron-lockdir-unwritable || t_fail cron-lockdir-unwritable "rc $rc: $(cat "$work/cron/err")"
+runner bogus 2>"$work/cron/err"
+[[ $? == 2 ]] && grep -q 'Usage: nvsidecar-cron' "$work/cron/err" && t_pass cron-bad-job || t_fail cron-bad-job "$(cat "$work/cron/err")"
+
 # --- the postinst and the initramfs ---------------------------------------------------
 if ((EUID != 0)) || ! unshare --mount --propagation private true 2>/dev/null; then
-	for t in stale refresh not-in-image hook-off; do
+	for t in stale refresh not-in-image hook-off rpm-not-in-image; do
 		t_skip "units-postinst-$t" "needs root and a private mount namespace"
 	done
 	exit 0
@@ -115,13 +180,14 @@ postinst() {
 	local name=$1
 	shift
 	: >"$work/$name.log"
-	env "$@" NVS_STUB_LOG="$work/$name.log" PATH="$stub:$PATH" KVER=$kver SCRIPT="$work/postinst" \
+	env SCRIPT="$work/postinst" "$@" NVS_STUB_LOG="$work/$name.log" PATH="$stub:$PATH" KVER=$kver \
 		unshare --mount --propagation private sh -c '
 		for d in /boot /lib/modules /var/lib/dkms /etc/default; do
 			mkdir -p "$d" && mount -t tmpfs nvs-test "$d" || exit 90
 		done
 		mkdir -p "/lib/modules/$KVER/build/include"
 		: >"/boot/initrd.img-$KVER"
+		: >"/boot/initramfs-$KVER.img"
 		[ -n "$NVS_DEFAULT" ] && printf "%s\n" "$NVS_DEFAULT" >/etc/default/nvsidecar
 		NVSIDECAR_DKMS_KERNELS=$KVER sh "$SCRIPT" configure 0.0.0' >"$work/$name.out" 2>&1
 }
@@ -140,15 +206,33 @@ else
 	t_fail units-postinst-refresh "$(tail -n 3 "$work/refresh.out" | tr '\n' ' ') / $(cat "$work/refresh.log")"
 fi
 postinst not-in-image NVS_STUB_STALE= NVS_DEFAULT=
-if ! grep -q "may still hold" "$work/not-in-image.out" && grep -q "dkms install" "$work/not-in-image.log"; then
+# a first install into an image made before the hook existed (issue 23
+# item 8): the image and the one command that adds the module are named
+if ! grep -q "may still hold" "$work/not-in-image.out" && grep -q "dkms install" "$work/not-in-image.log" &&
+	grep -q "the initramfs of $kver holds no nvsidecar.ko, so it will not load before the root file system is mounted" \
+		"$work/not-in-image.out" && grep -qx "  update-initramfs -u -k $kver" "$work/not-in-image.out"; then
 	t_pass units-postinst-not-in-image
 else
 	t_fail units-postinst-not-in-image "$(tail -n 3 "$work/not-in-image.out" | tr '\n' ' ')"
 fi
 postinst hook-off NVS_STUB_STALE=1 NVS_DEFAULT=NVSIDECAR_IN_INITRAMFS=no
-if ! grep -q "may still hold" "$work/hook-off.out" && ! grep -q update-initramfs "$work/hook-off.log"; then
+if ! grep -q "may still hold\|holds no nvsidecar.ko" "$work/hook-off.out" && ! grep -q update-initramfs "$work/hook-off.log"; then
 	t_pass units-postinst-hook-off
 else
 	t_fail units-postinst-hook-off "$(tail -n 3 "$work/hook-off.out" | tr '\n' ' ')"
+fi
+
+# the RPM's %post dkms, the same first install (dracut's lsinitrd lists no
+# nvsidecar.ko): the image and `dracut -f --kver' are named
+sed -n '/^%post dkms/,/^%preun dkms/p' "$NVS_TOP/scripts/rpm/nvsidecar.spec" | sed -e '1d;$d' \
+	-e 's/%{name}/nvsidecar/g' -e 's/%{version}/0.0.1/g' >"$work/rpm-post"
+printf '#!/bin/sh\necho usr/lib/modules/test/kernel/fs/ext4.ko.xz\n' >"$stub/lsinitrd"
+chmod +x "$stub/lsinitrd"
+postinst rpm-not-in-image SCRIPT="$work/rpm-post" NVS_DEFAULT=
+if grep -q "the initramfs of $kver holds no nvsidecar.ko" "$work/rpm-not-in-image.out" &&
+	grep -qx "  dracut -f --kver $kver" "$work/rpm-not-in-image.out" && grep -q "dkms install" "$work/rpm-not-in-image.log"; then
+	t_pass units-postinst-rpm-not-in-image
+else
+	t_fail units-postinst-rpm-not-in-image "$(tail -n 3 "$work/rpm-not-in-image.out" | tr '\n' ' ')"
 fi
 exit 0

@@ -69,6 +69,11 @@ if ! make -C "$NVS_TOP" --no-print-directory deb DEBBUILDFLAGS=-A BUILD="$work/b
 	exit 0
 fi
 deb=$(ls "$work"/b/deb/nvsidecar-dkms_*_all.deb)
+# The host's own image for $kver, made before this install, holds no
+# nvsidecar.ko: the real postinst must name it and the command (item 8).
+host_img=/boot/initrd.img-$kver
+host_lacks=
+[[ -e $host_img ]] && ! lsinitramfs "$host_img" 2>/dev/null | grep -q '/nvsidecar\.ko' && host_lacks=1
 t0=$SECONDS
 if NVSIDECAR_DKMS_KERNELS=$kver dpkg -i "$deb" >>"$log" 2>&1 &&
 	[[ $(modinfo -k "$kver" -F filename nvsidecar 2>/dev/null) == */updates/dkms/nvsidecar.ko* ]]; then
@@ -76,6 +81,13 @@ if NVSIDECAR_DKMS_KERNELS=$kver dpkg -i "$deb" >>"$log" 2>&1 &&
 else
 	t_fail "$name: nvsidecar-dkms installs for $kver" "$(tail -n 5 "$log" | tr '\n' ' ') (log: $log)"
 	exit 0
+fi
+if [[ -z $host_lacks ]]; then
+	t_skip "$name: first install names the image without the module" "$host_img is absent or already holds nvsidecar.ko"
+elif grep -q "the initramfs of $kver holds no nvsidecar.ko" "$log" && grep -qx "  update-initramfs -u -k $kver" "$log"; then
+	t_pass "$name: first install names $host_img, which lacks the module, and the command"
+else
+	t_fail "$name: first install names the image without the module" "no message for $host_img in $log"
 fi
 
 # --- images ----------------------------------------------------------------

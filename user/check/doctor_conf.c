@@ -139,49 +139,56 @@ static char *trim(char *s)
 	return s;
 }
 
-int nvs_doctor_conf_load(struct nvs_doctor_opts *o, const char *path, char *err, size_t errlen)
+/*
+ * A doctor.conf is a few lines of text: anything larger, or with a NUL
+ * byte, is another file given by mistake, and saying so beats "line too
+ * long" on a binary.
+ */
+#define CONF_MAX (64 * 1024)
+
+/* The same setting twice in one file: "limit" once per sensor. */
+static bool seen_before(char (*seen)[64], unsigned int *lines, size_t *nseen, const char *k, const char *v,
+			unsigned int no, unsigned int *first, char *id)
 {
-	char line[4608], e[512];
-	unsigned int no = 0;
-	struct stat st;
-	FILE *f;
-	int fd;
-
-	/*
-	 * O_NONBLOCK: open() of a FIFO without a writer would block for ever;
-	 * so opened, fstat() tells it apart. A directory reads as empty
-	 * through stdio: that is not a configuration either.
-	 */
-	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0) {
-		int ret = -errno;
-
-		snprintf(err, errlen, "Unable to read %s: %s", path, strerror(errno));
-		return ret;
+	if (!strcmp(k, "limit"))
+		snprintf(id, 64, "`limit' for %.*s", (int)strcspn(v, ":"), v);
+	else
+		snprintf(id, 64, "`%s'", k);
+	for (size_t i = 0; i < *nseen; ++i)
+		if (!strcmp(seen[i], id)) {
+			*first = lines[i];
+			return true;
+		}
+	if (*nseen < 64) {
+		snprintf(seen[*nseen], 64, "%s", id);
+		lines[(*nseen)++] = no;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "Unable to read %s: not a regular file (pass the doctor.conf file itself)", path);
-		close(fd);
-		return -EINVAL;
-	}
-	f = fdopen(fd, "re");
-	if (!f) {
-		int ret = -errno;
+	return false;
+}
 
-		snprintf(err, errlen, "Unable to read %s: %s", path, strerror(errno));
-		close(fd);
-		return ret;
-	}
-	while (fgets(line, sizeof(line), f)) {
-		char *k, *v, *eq;
+static int parse_conf(struct nvs_doctor_opts *o, const char *path, char *buf, size_t len, char *err, size_t errlen)
+{
+	char seen[64][64], id[64], e[512], *p = buf, *end = buf + len;
+	unsigned int lines[64], no = 0, first;
+	size_t nseen = 0;
 
+	/* a UTF-8 byte order mark, which some editors write first */
+	if (len >= 3 && !memcmp(p, "\xef\xbb\xbf", 3))
+		p += 3;
+	while (p < end) {
+		char *nl = memchr(p, '\n', (size_t)(end - p)), *k, *v, *eq;
+
+		if (nl)
+			*nl = 0;
+		else
+			*end = 0;
 		no++;
-		if (!strchr(line, '\n') && !feof(f)) {
-			snprintf(err, errlen, "%s:%u: line too long", path, no);
-			fclose(f);
+		k = p;
+		p = nl ? nl + 1 : end;
+		if (strlen(k) > 4096) {
+			snprintf(err, errlen, "%s:%u: line too long (over 4096 bytes)", path, no);
 			return -EINVAL;
 		}
-		k = line;
 		k[strcspn(k, "#")] = 0;
 		k = trim(k);
 		if (!*k)
@@ -189,7 +196,6 @@ int nvs_doctor_conf_load(struct nvs_doctor_opts *o, const char *path, char *err,
 		eq = strchr(k, '=');
 		if (!eq) {
 			snprintf(err, errlen, "%s:%u: expected `key = value', got `%.200s'", path, no, k);
-			fclose(f);
 			return -EINVAL;
 		}
 		*eq = 0;
@@ -197,10 +203,82 @@ int nvs_doctor_conf_load(struct nvs_doctor_opts *o, const char *path, char *err,
 		k = trim(k);
 		if (nvs_doctor_set(o, k, v, k, e, sizeof(e))) {
 			snprintf(err, errlen, "%s:%u: %s", path, no, e);
-			fclose(f);
+			return -EINVAL;
+		}
+		/*
+		 * Last-wins would let a forgotten line at the end override the
+		 * one the admin edits; which one was meant is theirs to say.
+		 */
+		if (seen_before(seen, lines, &nseen, k, v, no, &first, id)) {
+			snprintf(err, errlen, "%s:%u: %s is already set on line %u; keep one of the two lines", path,
+				 no, id, first);
 			return -EINVAL;
 		}
 	}
-	fclose(f);
 	return 0;
+}
+
+int nvs_doctor_conf_load(struct nvs_doctor_opts *o, const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	size_t len = 0;
+	char *buf;
+	int fd, ret;
+
+	/*
+	 * O_NONBLOCK: open() of a FIFO without a writer would block for ever;
+	 * so opened, fstat() tells it apart. A directory is not a
+	 * configuration either.
+	 */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "Unable to read %s: %s%s", path, strerror(errno),
+			 errno == EACCES ? " (run as root, or make it readable)" : "");
+		return ret;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "Unable to read %s: not a regular file (pass the doctor.conf file itself)", path);
+		close(fd);
+		return -EINVAL;
+	}
+	buf = malloc(CONF_MAX + 2);
+	if (!buf) {
+		close(fd);
+		snprintf(err, errlen, "%s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	for (;;) {
+		ssize_t r = read(fd, buf + len, CONF_MAX + 1 - len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			ret = -errno;
+			snprintf(err, errlen, "Unable to read %s: %s", path, strerror(errno));
+			goto out;
+		}
+		if (!r || (len += (size_t)r) > CONF_MAX)
+			break;
+	}
+	if (len > CONF_MAX) {
+		snprintf(err, errlen, "%s is over %d KiB: not a doctor.conf (a few `key = value' lines)", path,
+			 CONF_MAX / 1024);
+		ret = -EINVAL;
+	} else if (memchr(buf, 0, len)) {
+		const char *z = memchr(buf, 0, len);
+		unsigned int no = 1;
+
+		for (const char *c = buf; c < z; ++c)
+			no += *c == '\n';
+		snprintf(err, errlen, "%s:%u: a NUL byte: not a text file (a doctor.conf holds `key = value' lines)",
+			 path, no);
+		ret = -EINVAL;
+	} else {
+		ret = parse_conf(o, path, buf, len, err, errlen);
+	}
+out:
+	free(buf);
+	close(fd);
+	return ret;
 }

@@ -140,6 +140,16 @@ static const char *state_hint(int e)
 }
 
 /*
+ * The state's place exists but could not take a write: a full or failing
+ * file system, an I/O failure (exit 1 like a save that fails), not a usage
+ * error. EACCES and EROFS keep their own codes (4 and 2, in --help).
+ */
+static bool state_io_error(int e)
+{
+	return e == ENOSPC || e == EDQUOT || e == EIO;
+}
+
+/*
  * mkdir -p of path's directory (/run/nvsidecar is gone after a reboot).
  * A failure is said as what it is (EACCES on the directory, not ENOENT on
  * the lock file inside it).
@@ -310,6 +320,7 @@ int nvs_idlefix_run(const struct nvs_idlefix_opts *o, struct nvs_idlefix_result 
 	/* one run at a time: the timer and an admin by hand would both count */
 	ret = make_parent(o->state, err, errlen);
 	if (ret) {
+		r->save_failed = state_io_error(-ret);
 		free(g);
 		return ret;
 	}
@@ -319,6 +330,7 @@ int nvs_idlefix_run(const struct nvs_idlefix_opts *o, struct nvs_idlefix_result 
 		ret = lfd < 0 ? -errno : -EBUSY;
 		snprintf(err, errlen, "%s %s: %s%s", lfd < 0 ? "Unable to open" : "Another idle-fix holds", lock,
 			 lfd < 0 ? strerror(-ret) : "try again later", lfd < 0 ? state_hint(-ret) : "");
+		r->save_failed = lfd < 0 && state_io_error(-ret);
 		if (lfd >= 0)
 			close(lfd);
 		free(g);

@@ -191,7 +191,8 @@ int doctor_main(int argc, const char *argv[])
 	ret = nvs_doctor_conf_load(o, config ? config : NVS_DOCTOR_CONF, err, sizeof(err));
 	if (ret && (ret != -ENOENT || config_given)) {
 		free(o);
-		return out_usage(argv[0], "%s", err);
+		/* a file's fault, not the command line's: no pointer to --help */
+		return out_fail(ret == -EACCES || ret == -EPERM ? NVS_EX_PERM : NVS_EX_USAGE, "%s", err);
 	}
 	for (int i = 1; i < argc; ++i) {
 		const char *a = argv[i];
