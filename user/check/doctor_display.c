@@ -4,7 +4,7 @@
  * monitor on one RTX 5090, peer-to-peer between 5090s fails on the
  * P2P-patched open driver (aikitoria/open-gpu-kernel-modules issue #11:
  * "When having a 5090 connected to a monitor/screen, P2P fails between
- * 5090s"; corrupted results until the display moves). Read from DRM in
+ * 5090s"; one report there: llama.cpp's output mangled with P2P on). Read from DRM in
  * sysfs, under the doctor's root: /sys/class/drm/card<N>-<connector>/status
  * is "connected" and /sys/class/drm/card<N>/device links to the GPU.
  * nvidia-drm shows connectors only with modeset=1, so "none found" on an
