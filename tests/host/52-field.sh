@@ -156,6 +156,15 @@ check field-slurm-hang-tcp6 0 "$pick"'
 r = rec("slurm-hwloc-gl")
 assert r["result"] == "FAIL" and "TCP 6003 listens" in r["message"], r
 '
+# bound to another address only: localhost:6000 does not reach it
+printf '%s\n' '   1: 0500000A:1770 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4322 1 0000000000000000 100 0 0 10 0' >>"$s/proc/net/tcp"
+head -n 1 /proc/net/tcp6 >"$s/proc/net/tcp6"
+doctor "$s"
+check field-slurm-other-address 0 "$pick"'
+r = rec("slurm-hwloc-gl")
+assert r["result"] == "WARN" and "6000-6009" in r["message"], r
+'
+printf '%s\n' '   0: 00000000000000000000000000000000:1773 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4321 1 0000000000000000 100 0 0 10 0' >>"$s/proc/net/tcp6"
 # the fix, live in slurmd's environment, with other components around it
 s=$work/fixed
 node "$s" 'PATH=/usr/bin\0HWLOC_COMPONENTS=linux,-gl\0'

@@ -21,6 +21,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include "check/doctor.h"
 
@@ -222,6 +224,32 @@ static void scan_units(const struct nvs_doctor_opts *o, struct slurm_state *s)
 	globfree(&g);
 }
 
+/*
+ * Whether a connect to localhost reaches a socket bound to this address:
+ * the wildcard or loopback (libxcb tries 127.0.0.1 and ::1). The kernel
+ * prints each 32-bit word of the address as the host stores it (%08X of
+ * the raw word, tcp4_seq_show/tcp6_seq_show), so scanning a word back
+ * gives the bytes as they were in memory.
+ */
+static bool reaches_localhost(const char *hex)
+{
+	size_t len = strlen(hex);
+	uint32_t w[4];
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	if (len == 8 && sscanf(hex, "%8x", &w[0]) == 1) {
+		memcpy(&a4, &w[0], 4);
+		return !a4.s_addr || ntohl(a4.s_addr) >> 24 == 127;
+	}
+	if (len != 32 || sscanf(hex, "%8x%8x%8x%8x", &w[0], &w[1], &w[2], &w[3]) != 4)
+		return false;
+	memcpy(&a6, w, 16);
+	if (IN6_IS_ADDR_UNSPECIFIED(&a6) || IN6_IS_ADDR_LOOPBACK(&a6))
+		return true;
+	return IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127;
+}
+
 /* Listening sockets on 6000..6009 in /proc/net/tcp and tcp6 ("0A" is TCP_LISTEN). */
 static void scan_listeners(const struct nvs_doctor_opts *o, struct slurm_state *s)
 {
@@ -237,12 +265,15 @@ static void scan_listeners(const struct nvs_doctor_opts *o, struct slurm_state *
 		while (fgets(line, sizeof(line), f)) {
 			char local[64], remote[64], st[8];
 			unsigned int port;
-			const char *colon;
+			char *colon;
 
 			if (sscanf(line, " %*s %63s %63s %7s", local, remote, st) != 3 || strcmp(st, "0A"))
 				continue;
 			colon = strrchr(local, ':');
 			if (!colon || sscanf(colon + 1, "%x", &port) != 1)
+				continue;
+			*colon = 0;
+			if (!reaches_localhost(local))
 				continue;
 			if (port >= PORT_FIRST && port < PORT_FIRST + DISPLAYS)
 				seen[port - PORT_FIRST] = true;
