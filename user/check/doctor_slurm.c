@@ -298,7 +298,7 @@ static void scan_listeners(const struct nvs_doctor_opts *o, struct slurm_state *
 
 static void fix_text(struct nvs_checks *c)
 {
-	fix(c, "Put HWLOC_COMPONENTS=-gl in slurmd's environment: write %s with the two lines `[Service]' and `Environment=HWLOC_COMPONENTS=-gl', then `systemctl daemon-reload && systemctl restart slurmd' (Debian: or add the line to /etc/default/slurmd). Why: docs/slurm-hwloc.md",
+	fix(c, "Put HWLOC_COMPONENTS=-gl in slurmd's environment: write %s with the two lines `[Service]' and `Environment=HWLOC_COMPONENTS=-gl', then `systemctl daemon-reload && systemctl restart slurmd' (or add the line to /etc/default/slurmd, which slurmd.service reads). Why: docs/slurm-hwloc.md",
 	    DROPIN);
 }
 
