@@ -127,6 +127,28 @@ run topo --pci-dump "$topo/5090-rebar256.dump" --json
 check topo-rebar256 1 '
 assert [x["id"] for x in d["findings"]] == ["rebar-small"], d["findings"]
 '
+# Slot classes: a GPU behind the chipset is named, one on CPU lanes is not
+run topo --pci-dump "$topo/amd-chipset.dump" --json
+check topo-slot-amd-chipset 1 '
+f = {(x["id"], x["where"]): x for x in d["findings"]}
+c = f[("slot-chipset", "0000:04:00.0")]
+assert c["severity"] == "warning" and "0000:02:00.0 chipset switch" in c["what"], c
+assert "16 GT/s x4, 7.9 GB/s" in c["what"] and "13.17 GB/s" in c["why"] and "CPU lanes" in c["fix"], c
+assert ("slot-chipset", "0000:01:00.0") not in f, f.keys()
+assert [x["id"] for x in d["findings"]] == ["slot-chipset"], f.keys()
+assert d["pairs"][0]["class"] == "PHB"
+'
+run topo --pci-dump "$topo/intel-pch.dump"
+check topo-slot-intel-pch 1 '
+assert "0000:02:00.0 [slot-chipset] GPU sits behind the chipset (0000:00:1c.0 PCH root port)" in out, out
+assert "0000:01:00.0 [slot-chipset]" not in out and "why:" in out
+'
+# alone in the PCH slot: no peer to slow down, a note and exit 0
+awk 'BEGIN { RS = ""; ORS = "\n\n" } /^(00:00.0|00:1c.0|02:00.0) /' "$topo/intel-pch.dump" >"$work/pch1.dump"
+run topo --pci-dump "$work/pch1.dump" --json
+check topo-slot-chipset-alone 0 '
+assert [(x["id"], x["severity"]) for x in d["findings"]] == [("slot-chipset", "info")], d["findings"]
+'
 # -x (64 bytes) dumps have no capabilities: reported, not invented
 head -n 5 "$topo/5090-rebar256.dump" >"$work/x.dump"
 sed -n '/^01:00.0/,+4p' "$topo/5090-rebar256.dump" >>"$work/x.dump"

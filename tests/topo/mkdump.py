@@ -120,6 +120,17 @@ def switch_down(bdf, pri, sec, sub, acs_ctrl):
             .acs(SV | RR | CR | UF | EC | DT, acs_ctrl))
 
 
+def bridge(bdf, vendor, device, name, ptype, sec, sub, max_speed, max_width, speed=None, width=None):
+    """A PCIe bridge by its real ids (the names are pci.ids' or lspci -nn's)."""
+    return (Dev(bdf, vendor, device, 0x0604, 'PCI bridge: ' + name, bridge=True)
+            .bus(int(bdf[:2], 16), sec, sub)
+            .pcie(ptype, max_speed, max_width, speed or max_speed, width or max_width))
+
+
+def gpu5090_at(bdf, bar1, speed, width):
+    return gpu5090(bdf, bar1, 32 * 1024, speed=speed, width=width)
+
+
 def write(path, devs):
     with open(path, 'w') as f:
         for d in devs:
@@ -161,6 +172,35 @@ def main(outdir):
         host_bridge(),
         root_port('00:01.0', 1, 1),
         gpu5090('01:00.0', 0x4000000000, 256),
+    ])
+    # Slot classes (check/topo.c nvs_topo_slot). An AM5 board: one 5090 on
+    # the CPU's GPP root port, one behind the 600 series chipset (Promontory
+    # 21: upstream 43f4 on a Gen4 x4 uplink, downstream 43f5), as AM5
+    # boards' `lspci -nn' shows them.
+    write(os.path.join(outdir, 'amd-chipset.dump'), [
+        Dev('00:00.0', 0x1022, 0x14d8, 0x0600, 'Host bridge: Advanced Micro Devices, Inc. [AMD] Raphael/Granite Ridge Root Complex'),
+        bridge('00:01.1', 0x1022, 0x14db, 'Advanced Micro Devices, Inc. [AMD] Raphael/Granite Ridge GPP Bridge',
+               ROOT_PORT, 1, 1, 5, 16),
+        gpu5090_at('01:00.0', 0x4000000000, 5, 16),
+        bridge('00:02.1', 0x1022, 0x14db, 'Advanced Micro Devices, Inc. [AMD] Raphael/Granite Ridge GPP Bridge',
+               ROOT_PORT, 2, 4, 4, 4),
+        bridge('02:00.0', 0x1022, 0x43f4, 'Advanced Micro Devices, Inc. [AMD] 600 Series Chipset PCIe Switch Upstream Port',
+               UPSTREAM, 3, 4, 4, 4),
+        bridge('03:08.0', 0x1022, 0x43f5, 'Advanced Micro Devices, Inc. [AMD] 600 Series Chipset PCIe Switch Downstream Port',
+               DOWNSTREAM, 4, 4, 4, 4),
+        gpu5090_at('04:00.0', 0x4800000000, 4, 4),
+    ])
+    # A Raptor Lake board: one 5090 on the CPU's PEG port (00:01.0 a70d),
+    # one in a PCH slot (root port #1, 00:1c.0 7a38, Gen4 x4), where the
+    # PCH's root ports sit on bus 0 beside the CPU's.
+    write(os.path.join(outdir, 'intel-pch.dump'), [
+        Dev('00:00.0', 0x8086, 0xa700, 0x0600, 'Host bridge: Intel Corporation Raptor Lake-S Host Bridge/DRAM Controller'),
+        bridge('00:01.0', 0x8086, 0xa70d, 'Intel Corporation Raptor Lake PCI Express 5.0 Graphics Port (PEG010)',
+               ROOT_PORT, 1, 1, 5, 16),
+        gpu5090_at('01:00.0', 0x4000000000, 5, 16),
+        bridge('00:1c.0', 0x8086, 0x7a38, 'Intel Corporation Raptor Lake PCI Express Root Port #1',
+               ROOT_PORT, 2, 2, 4, 4),
+        gpu5090_at('02:00.0', 0x4800000000, 4, 4),
     ])
     # Unreadable data shapes for the error paths.
     with open(os.path.join(outdir, 'garbage.dump'), 'w') as f:

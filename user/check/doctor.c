@@ -411,6 +411,8 @@ int nvs_doctor_run(const struct nvs_doctor_opts *o, struct nvs_checks *c)
 	if (h)
 		nvs_close(h);
 	if (o->mode != NVS_DOCTOR_QUICK) {
+		nvs_doctor_display(c, o);
+		nvs_doctor_slurm(c, o);
 		nvs_doctor_libcuda(c, o);
 		check_topology(c, o->pci_dump, o->ids, o->nids);
 		nvs_doctor_known(c, o);

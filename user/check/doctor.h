@@ -133,6 +133,10 @@ void nvs_doctor_driver(struct nvs_checks *c, const struct nvs_doctor_opts *o);
 void nvs_doctor_libcuda(struct nvs_checks *c, const struct nvs_doctor_opts *o);
 /* Known problems of neighbouring components (known-issues.tsv) that match this node. */
 void nvs_doctor_known(struct nvs_checks *c, const struct nvs_doctor_opts *o);
+/* A GPU driving a display (DRM connector connected), and what it does to P2P. */
+void nvs_doctor_display(struct nvs_checks *c, const struct nvs_doctor_opts *o);
+/* The Slurm hang from hwloc's gl plugin probing X on TCP 6000-6009 (docs/slurm-hwloc.md). */
+void nvs_doctor_slurm(struct nvs_checks *c, const struct nvs_doctor_opts *o);
 /* --full: short verified P2P copies and an RDMA loopback into GPU memory. */
 void nvs_doctor_full(struct nvs_checks *c, const struct nvs_doctor_opts *o);
 /* Without --full: the last --full verdict, while its key is unchanged (check/vcache.h). */

@@ -244,6 +244,90 @@ static void check_pair(const struct nvs_pci *p, int a, int b, struct nvs_finding
 	}
 }
 
+/*
+ * AMD chipsets show up as a PCIe switch below a CPU root port; these are
+ * their upstream ports (pci.ids names; 43f4 from `lspci -nn' of AM5 boards,
+ * newer than the pci.ids Debian 12 ships). The 600 series part is also the
+ * X870/B850 chipset.
+ */
+static const uint16_t amd_chipset_up[] = {
+	0x43b0,	/* X370 Series Chipset PCIe Upstream Port */
+	0x43b1,	/* X399 Series Chipset PCIe Bridge */
+	0x43c6,	/* 400 Series Chipset PCIe Bridge */
+	0x43e9,	/* 500 Series Chipset Switch Upstream Port */
+	0x57ad,	/* Matisse Switch Upstream: the X570 chipset */
+	0x43f4,	/* 600 Series Chipset PCIe Switch Upstream Port */
+};
+
+static bool is_chipset_bridge(const struct nvs_pci_dev *b)
+{
+	if (b->vendor == 0x1022) {
+		for (size_t k = 0; k < sizeof(amd_chipset_up) / sizeof(amd_chipset_up[0]); ++k)
+			if (b->device == amd_chipset_up[k])
+				return true;
+		return false;
+	}
+	/*
+	 * Intel's PCH sits behind DMI, which software cannot see: its root
+	 * ports appear on bus 0 beside the CPU's, at the device numbers the
+	 * PCH datasheets fix for them (0x1a-0x1d: Raptor Lake's #25 at 1a.0,
+	 * #17 at 1b.0, #1 at 1c.0). The CPU's own root ports are 01.x and
+	 * 06.0 on clients, and other buses on Xeons.
+	 */
+	return b->vendor == 0x8086 && b->parent < 0 && b->bus == 0 && b->dev >= 0x1a && b->dev <= 0x1d &&
+	       b->link.port_type == NVS_PCIE_ROOT_PORT;
+}
+
+enum nvs_slot nvs_topo_slot(const struct nvs_pci *p, int i, int *via)
+{
+	bool root = false;
+	int guard = 64;
+
+	*via = -1;
+	for (int j = p->devs[i].parent; j >= 0 && guard--; j = p->devs[j].parent) {
+		if (is_chipset_bridge(&p->devs[j])) {
+			*via = j;
+			return NVS_SLOT_CHIPSET;
+		}
+		root |= p->devs[j].parent < 0;
+	}
+	return root ? NVS_SLOT_CPU : NVS_SLOT_UNKNOWN;
+}
+
+const char *nvs_topo_slot_str(enum nvs_slot s)
+{
+	return s == NVS_SLOT_CPU ? "cpu" : s == NVS_SLOT_CHIPSET ? "chipset" : "unknown";
+}
+
+static void check_slot(const struct nvs_pci *p, int i, bool peers, struct nvs_findings *f)
+{
+	const struct nvs_pci_dev *d = &p->devs[i], *b;
+	bool nic = d->role == NVS_ROLE_NIC;
+	struct nvs_finding *n;
+	char up[96] = "";
+	int via;
+
+	if (nvs_topo_slot(p, i, &via) != NVS_SLOT_CHIPSET)
+		return;
+	b = &p->devs[via];
+	/* an AMD chipset's uplink is a PCIe link we can read; Intel's DMI is not */
+	if (b->link.present && b->link.port_type == NVS_PCIE_UPSTREAM && b->link.cur_speed)
+		snprintf(up, sizeof(up), "; the chipset's uplink runs at %s x%d, %.1f GB/s per direction",
+			 nvs_pcie_speed_str(b->link.cur_speed), b->link.cur_width,
+			 nvs_pcie_gbps(b->link.cur_speed, b->link.cur_width));
+	/* alone, a chipset slot only slows host copies: a note; with a peer it halves P2P */
+	n = add(f, peers ? NVS_SEV_WARN : NVS_SEV_INFO, "slot-chipset", d->bdf);
+	if (!n)
+		return;
+	SET(n->what, "%s sits behind the chipset (%s %s), not on CPU lanes%s", nic ? "NIC" : "GPU", b->bdf,
+	    b->vendor == 0x8086 ? "PCH root port" : "chipset switch", up);
+	SET(n->why,
+	    "Peer copies and RDMA to it cross the chipset's one uplink, shared with its NVMe, USB and network; nvidia-smi topo -m still says PHB. club-3090 measured 13.17 GB/s between 3090s on CPU lanes and about 6.5 GB/s to one behind the chipset (docs/PCIE_P2P.md), and a collective runs at its slowest link");
+	SET(n->fix, nic ?
+		    "Move the NIC to a slot wired to CPU lanes (the board manual's block diagram), or expect GPUDirect RDMA at the chipset uplink's rate" :
+		    "Move the card to a slot wired to CPU lanes (the board manual's block diagram says which), or leave it out of peer-heavy ranks; `nvsidecar p2p' measures the pair");
+}
+
 static void check_cmdline(const struct nvs_pci *p, struct nvs_findings *f)
 {
 	struct nvs_finding *n;
@@ -266,9 +350,18 @@ static void check_cmdline(const struct nvs_pci *p, struct nvs_findings *f)
 
 int nvs_topo_findings(const struct nvs_pci *p, struct nvs_findings *f)
 {
-	size_t gpus = 0;
+	size_t gpus = 0, nics = 0;
 
 	memset(f, 0, sizeof(*f));
+	for (size_t i = 0; i < p->n; ++i) {
+		gpus += p->devs[i].role == NVS_ROLE_GPU;
+		nics += p->devs[i].role == NVS_ROLE_NIC;
+	}
+	/* a GPU's peers are the other GPUs and the NICs; a NIC's are the GPUs */
+	for (size_t i = 0; i < p->n; ++i)
+		if (p->devs[i].role == NVS_ROLE_GPU || p->devs[i].role == NVS_ROLE_NIC)
+			check_slot(p, (int)i, p->devs[i].role == NVS_ROLE_GPU ? gpus + nics > 1 : gpus > 0, f);
+	gpus = 0;
 	for (size_t i = 0; i < p->n; ++i) {
 		const struct nvs_pci_dev *d = &p->devs[i];
 		int guard = 64;

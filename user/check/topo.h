@@ -33,6 +33,21 @@ struct nvs_findings {
 	size_t n, cap;
 };
 
+/*
+ * Where a GPU's or NIC's slot gets its lanes, from the PCI tree alone (a
+ * dump judges like sysfs). A chipset slot shares the chipset's one uplink
+ * to the CPU with everything else behind it; `nvidia-smi topo -m' calls a
+ * pair through it PHB all the same. The rule: docs/p2p.md "Slot classes".
+ */
+enum nvs_slot {
+	NVS_SLOT_UNKNOWN,	/* no root port above it (virtual machines, integrated devices) */
+	NVS_SLOT_CPU,		/* a root port of the CPU */
+	NVS_SLOT_CHIPSET,	/* behind an Intel PCH or an AMD chipset */
+};
+/* The class of devs[i]; *via: the bridge that makes it chipset (or -1). */
+enum nvs_slot nvs_topo_slot(const struct nvs_pci *p, int i, int *via);
+const char *nvs_topo_slot_str(enum nvs_slot s);	/* "cpu", "chipset", "unknown" */
+
 /* Index of the BAR that maps device memory: BAR1 on NVIDIA GPUs. */
 int nvs_topo_aperture_bar(const struct nvs_pci_dev *d);
 /* That aperture as the OS assigned it, else as the ReBAR control says; 0 unknown. */
