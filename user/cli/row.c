@@ -142,7 +142,10 @@ static void json_field(const struct row_field *f, const void *rec)
 		break;
 	case ROW_UINT:
 	case ROW_BYTES:
-		out_uint(OUT_JSON, f->key, NULL, get_uint(f, rec));
+		if (f->flags & ROW_JHEX)
+			out_hex(OUT_JSON, f->key, NULL, get_uint(f, rec));
+		else
+			out_uint(OUT_JSON, f->key, NULL, get_uint(f, rec));
 		break;
 	case ROW_BOOL:
 		out_bool(OUT_JSON, f->key, NULL, get_uint(f, rec));
@@ -200,6 +203,8 @@ static void dump_line(const struct row_desc *d, const void *rec)
 		if (f->col > ncol)
 			ncol = f->col;
 	}
+	if (d->tag)
+		printf("%s%s", d->tag, ncol ? "\t" : "");
 	for (int c = 0; c < ncol; ++c)
 		printf("%s%s", c ? "\t" : "", v[c] ? v[c] : "-");
 	putchar('\n');

@@ -35,6 +35,7 @@ enum row_kind {
 enum row_flags {
 	ROW_DASH = 1 << 0,	/* an empty string is "-" in text and dump (JSON keeps "") */
 	ROW_HEX = 1 << 1,	/* ROW_UINT: text and dump write 0x%x (JSON keeps the number) */
+	ROW_JHEX = 1 << 2,	/* ROW_UINT: JSON writes the string "0x..." (cli/out.h's out_hex) */
 };
 
 /* Where a member lives: 0 is "none", so an unset member of a field is none. */
@@ -67,6 +68,7 @@ enum row_style {
 
 struct row_desc {
 	const char *name;	/* for test messages */
+	const char *tag;	/* --dump: the line's first cell, naming the record ("store") */
 	enum row_style style;
 	int label_width;	/* ROW_LIST: the label column's width */
 	const struct row_field *f;
