@@ -338,7 +338,7 @@ cc_unit() {
 		-Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
 		-I"$NVS_TOP/user" -I"$NVS_TOP/user/sys/libnvsidecar" -I"$NVS_TOP/kmod/uapi" \
 		$(pkg-config --cflags libnl-genl-3.0) -o "$unit/$out" "$@" \
-		"$NVS_TOP"/user/lib/*.c "$NVS_TOP"/user/cli/{out,gpu,csv,dump}.c "$NVS_TOP"/user/check/record.c "$asan/libnvsidecar.a" $(pkg-config --libs libnl-genl-3.0) \
+		"$NVS_TOP"/user/lib/*.c "$NVS_TOP"/user/cli/{out,gpu,csv,row,row_thermal,row_dmabuf}.c "$NVS_TOP"/user/check/record.c "$asan/libnvsidecar.a" $(pkg-config --libs libnl-genl-3.0) \
 		>"$unit/$out.log" 2>&1 || { t_fail "cli-unit-build-$out" "$(head -n 5 "$unit/$out.log" | tr '\n' ' ')"; return 1; }
 }
 

@@ -97,10 +97,10 @@ int main(int argc, char **argv)
 	out_set_json(!strcmp(m, "json"));
 #if defined(FMT_THERMAL)
 	if (!strcmp(m, "dump")) {
-		nvs_dump_thermal(g, 2);
+		show(g, 2, false, "\n", ROW_DUMP);
 	} else if (!strcmp(m, "json") || !strcmp(m, "table")) {
 		out_begin(true);
-		show(g, 2, true, "\n");
+		show(g, 2, true, "\n", row_mode(false));
 	} else {
 		return 2;
 	}

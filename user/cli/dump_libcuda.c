@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "cli/dump_libcuda.h"
+#include "cli/row_libcuda.h"
 
 void nvs_dump_libcuda(const struct lc_report *r)
 {
@@ -19,8 +20,7 @@ void nvs_dump_libcuda(const struct lc_report *r)
 		printf("field\t0x%x\nmask\t0x%02x\nglobal\t0x%" PRIx64 "\ndispatcher\t0x%" PRIx64 "\nbranch116\t0x%" PRIx64
 		       "\nbranch124\t0x%" PRIx64 "\n", g->field, g->mask, g->global, g->dispatcher, g->branch[1], g->branch[2]);
 	for (size_t i = 0; i < g->nstores; ++i)
-		printf("store\t0x%" PRIx64 "\t%s\t%s\t%s\n", g->stores[i].addr, lc_effect_name(g->stores[i].orig),
-		       lc_effect_name(g->stores[i].now), g->stores[i].text);
+		row_render(&libcuda_store_row, &g->stores[i], ROW_DUMP, NULL);
 	for (size_t i = 0; i < g->nstores; ++i)
 		if (g->stores[i].init)
 			printf("initialiser\t0x%" PRIx64 "\n", g->stores[i].addr);

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/dump.h"
 #include "cli/gpu.h"
 #include "cli/out.h"
+#include "cli/row_dmabuf.h"
 #include "cmd/subcommands.h"
 #include "lib/busid.h"
 #include "lib/exit.h"
@@ -173,134 +173,16 @@ static int make_cuda(struct cuda_buf *cb, const char *lib, const char *busid,
 	return fd;
 }
 
-static const char *errno_name(int e)
-{
-	switch (e) {
-	case 0: return "0";
-	case EPERM: return "EPERM";
-	case ENOENT: return "ENOENT";
-	case EINTR: return "EINTR";
-	case EIO: return "EIO";
-	case EBADF: return "EBADF";
-	case ENOMEM: return "ENOMEM";
-	case EBUSY: return "EBUSY";
-	case ENODEV: return "ENODEV";
-	case EINVAL: return "EINVAL";
-	case ERANGE: return "ERANGE";
-	case EOPNOTSUPP: return "EOPNOTSUPP";
-	case ETIMEDOUT: return "ETIMEDOUT";
-	case 524: return "ENOTSUPP";	/* kernel-internal, NVIDIA's exporter uses it */
-	default: return "errno";
-	}
-}
-
-static const char *step_hint(const struct nvs_dmabuf_result *r)
-{
-	if (r->step == NVS_DMABUF_STEP_DONE && !r->err)
-		return NULL;
-	switch (r->step) {
-	case NVS_DMABUF_STEP_ATTACH:
-		return "the exporter refused this importer: check the PCIe topology (same switch or a\n"
-		       "  P2P-capable root complex), ACS and the IOMMU mode (nvsidecar topo; nvsidecar(8), dmabuf)";
-	case NVS_DMABUF_STEP_MAP:
-		return "the exporter could not map the buffer for this importer: often BAR1 is full\n"
-		       "  or the IOMMU refused the peer mapping (nvsidecar(8), dmabuf)";
-	case NVS_DMABUF_STEP_FENCE:
-		return "the exporter's fences did not signal within 5 s: the GPU is busy or hung";
-	default:
-		return NULL;
-	}
-}
-
-static const char *verdict_text(uint32_t v)
-{
-	switch (v) {
-	case NVS_DMABUF_VERDICT_BAR1: return "every segment lies inside the GPU's BAR1";
-	case NVS_DMABUF_VERDICT_SYSTEM_RAM: return "every segment lies in system memory";
-	case NVS_DMABUF_VERDICT_ELSEWHERE: return "the segments lie outside BAR1 and outside system memory";
-	case NVS_DMABUF_VERDICT_MIXED: return "the segments are a mix of BAR1, system memory and other";
-	default: return "not mapped";
-	}
-}
-
-static const char *human_size(uint64_t v, char *buf, size_t len)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	unsigned int u = 0;
-
-	while (u < 4 && v >= 1024 && !(v % 1024)) {
-		v /= 1024;
-		++u;
-	}
-	snprintf(buf, len, "%" PRIu64 " %s", v, unit[u]);
-	return buf;
-}
-
+/* The result as text, JSON or a --dump line (cli/row_dmabuf.c describes it). */
 static void show(const struct opts *o, const struct origin *org, const struct nvs_dmabuf_result *r, int code)
 {
-	const char *hint = step_hint(r);
-	char s1[32];
+	struct dmabuf_row row = { .r = *r, .code = code, .source = source_names[o->source],
+				  .cuda_dev = org->cuda_dev, .has_gpu = org->gpu != NVS_GPU_ANY, .gpu = org->gpu,
+				  .gpu_busid = org->gpu_busid };
 
-	if (code == NVS_EX_OK)
-		out_text("%sdma-buf probe: OK%s, %s\n", out_cfg(OUT_GOOD), out_cfg(OUT_PLAIN), verdict_text(r->verdict));
-	else if (code == NVS_EX_NOT_BAR1)
-		out_text("%sdma-buf probe: mapped, but not inside BAR1%s: %s\n", out_cfg(OUT_WARN), out_cfg(OUT_PLAIN),
-			 verdict_text(r->verdict));
-	else
-		out_text("%sdma-buf probe: failed at the %s step%s: %s (%s)\n", out_cfg(OUT_BAD),
-			 nvs_dmabuf_step_name(r->step), out_cfg(OUT_PLAIN), strerror(r->err), errno_name(r->err));
-	out_bool(OUT_JSON, "ok", NULL, code == NVS_EX_OK);
-	out_int(OUT_JSON, "exit", NULL, code);
-	out_int(OUT_JSON, "exit_code", NULL, code);
-	out_text("  %ssource%s      ", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN));
-	out_str(OUT_ANY, "source", "%s", source_names[o->source]);
-	out_str(OUT_ANY, "cuda_device", org->cuda_dev[0] ? " (%s)" : NULL, org->cuda_dev[0] ? org->cuda_dev : NULL);
-	out_text("\n");
-	if (org->gpu != NVS_GPU_ANY) {
-		out_int(OUT_JSON, "gpu", NULL, org->gpu);
-		out_str(OUT_JSON, "gpu_busid", NULL, org->gpu_busid);
-	} else {
-		out_null("gpu");
-		out_null("gpu_busid");
-	}
-	out_str(OUT_JSON, "step", NULL, nvs_dmabuf_step_name(r->step));
-	out_int(OUT_JSON, "errno", NULL, r->err);
-	out_str(OUT_JSON, "error", NULL, r->err ? strerror(r->err) : NULL);
-	out_text("  %sexporter%s    ", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN));
-	out_str(OUT_ANY, "exporter", "%s\n", r->exporter[0] || out_json() ? r->exporter : "-");
-	out_text("  %simporter%s    ", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN));
-	out_str(OUT_ANY, "importer", "%s\n", r->importer[0] || out_json() ? r->importer : "-");
-	out_text("  %ssize%s        ", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN));
-	out_uint(OUT_ANY, "size", "%llu", r->size);
-	out_text(" (%s)\n", human_size(r->size, s1, sizeof(s1)));
-	out_uint(OUT_JSON, "nents", NULL, r->nents);
-	out_uint(OUT_JSON, "mapped", NULL, r->mapped);
-	out_uint(OUT_JSON, "seg_min", NULL, r->seg_min);
-	out_uint(OUT_JSON, "seg_max", NULL, r->seg_max);
-	out_str(OUT_JSON, "verdict", NULL, nvs_dmabuf_verdict_name(r->verdict));
-	if (r->step == NVS_DMABUF_STEP_DONE) {
-		out_text("  %sentries%s     %" PRIu32 "\n", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN), r->nents);
-		out_text("  %smapped%s      %" PRIu64 "\n", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN), r->mapped);
-		out_text("  %ssegments%s    %" PRIu64 " .. %" PRIu64 " bytes\n", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN),
-			 r->seg_min, r->seg_max);
-		out_text("  %sverdict%s     %s\n", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN), nvs_dmabuf_verdict_name(r->verdict));
-	}
-	out_uint(OUT_JSON, "bar1_start", NULL, r->bar1_start);
-	out_uint(OUT_JSON, "bar1_len", NULL, r->bar1_len);
-	if (org->gpu != NVS_GPU_ANY)
-		out_text("  %sBAR1%s        0x%" PRIx64 " + %s (gpu%d %s)\n", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN),
-			 r->bar1_start, human_size(r->bar1_len, s1, sizeof(s1)), org->gpu, org->gpu_busid);
-	out_text("  %sp2p%s         ", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN));
-	out_str(OUT_ANY, "p2p", "%s", nvs_p2p_name(r->p2p));
-	out_int(OUT_JSON, "p2p_distance", NULL, r->p2p_distance);
-	if (r->p2p == NVS_P2P_ALLOWED || r->p2p == NVS_P2P_REFUSED)
-		out_text(" (pci_p2pdma_distance %" PRId32 ")\n", r->p2p_distance);
-	else if (r->p2p == NVS_P2P_UNKNOWN)
-		out_text(" (kernel built without CONFIG_PCI_P2PDMA)\n");
-	else
-		out_text(" (no GPU to compare against)\n");
-	if (hint)
-		out_text("  %shint%s        %s\n", out_cfg(OUT_BOLD), out_cfg(OUT_PLAIN), hint);
+	dmabuf_row_finish(&row);
+	out_begin(true);
+	row_render(&dmabuf_probe_row, &row, row_mode(o->dump), NULL);
 }
 
 /* Returns 0 to run, 1 after --help, or the exit code (reported). */
@@ -446,12 +328,7 @@ static int probe_main(int argc, const char *argv[])
 	else
 		code = NVS_EX_OK;
 
-	if (o.dump) {
-		nvs_dump_dmabuf(source_names[o.source], &res);
-	} else {
-		out_begin(true);
-		show(&o, &org, &res, code);
-	}
+	show(&o, &org, &res, code);
 	ret = out_end() < 0 && !code ? NVS_EX_FAIL : code;
 
 cleanup:

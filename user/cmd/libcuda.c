@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli/dump_libcuda.h"
+#include "cli/row_libcuda.h"
 #include "cli/gpu.h"
 #include "cli/out.h"
 #include "cmd/subcommands.h"
@@ -277,21 +278,8 @@ static void show_report(const struct lc_report *r)
 	}
 	out_arr(OUT_JSON, "stores");
 	for (size_t i = 0; i < g->nstores; ++i) {
-		const struct lc_store *s = &g->stores[i];
-
 		out_obj(OUT_JSON, NULL);
-		out_hex(OUT_ANY, "addr", "    0x%-8llx ", s->addr);
-		out_str(OUT_ANY, "insn", "%-40s ", s->text);
-		out_str(OUT_ANY, "effect", "%-15s -> ", lc_effect_name(s->orig));
-		out_str(OUT_ANY, "after_patch", "%-15s ", lc_effect_name(s->now));
-		out_hex(OUT_JSON, "window", NULL, s->win_start);
-		out_int(OUT_JSON, "offset", NULL, s->lo);
-		out_uint(OUT_JSON, "width", NULL, s->width);
-		out_bool(OUT_JSON, "read_modify_write", NULL, s->rmw);
-		out_bool(OUT_JSON, "initialiser", NULL, s->init);
-		if (s->init)
-			out_text("[initialiser] ");
-		out_str(OUT_ANY, "note", "%s\n", s->note);
+		row_render(&libcuda_store_row, &g->stores[i], row_mode(false), NULL);
 		out_obj_end(OUT_JSON);
 	}
 	out_arr_end(OUT_JSON);

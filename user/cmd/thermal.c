@@ -14,9 +14,9 @@
 
 #include "check/record.h"
 #include "cli/csv.h"
-#include "cli/dump.h"
 #include "cli/gpu.h"
 #include "cli/out.h"
+#include "cli/row_thermal.h"
 #include "cmd/subcommands.h"
 #include "lib/exit.h"
 #include "lib/format.h"
@@ -87,23 +87,17 @@ static void sleep_ms(uint64_t ms)
 	nanosleep(&ts, NULL);	/* EINTR: the caller checks stop */
 }
 
-static char *cell(char *buf, size_t len, bool has, int32_t mc)
-{
-	if (!has)
-		snprintf(buf, len, "-");
-	else
-		nvs_format_mc(buf, len, mc);
-	return buf;
-}
-
 /*
- * A snapshot: JSON, or the table (eol is "\e[K\n" while --watch redraws
- * in place; at_peak marks values at their peak then).
+ * A snapshot in mode m: the table (eol is "\e[K\n" while --watch redraws
+ * in place; the peak mark shows then), JSON, or the --dump lines.
  */
-static void show(const struct nvs_gpu_info *gpus, size_t n, bool watch, const char *eol)
+static void show(const struct nvs_gpu_info *gpus, size_t n, bool watch, const char *eol, enum row_mode m)
 {
-	out_text("%s%-6s %-9s %9s %9s %9s %9s%s%s", out_cfg(OUT_BOLD), "GPU", "SENSOR", "TEMP", "PEAK", "LOW",
-		 "MAX", out_cfg(OUT_PLAIN), eol);
+	bool text = m == ROW_TEXT;
+
+	if (text)
+		out_text("%s%-6s %-9s %9s %9s %9s %9s%s%s", out_cfg(OUT_BOLD), "GPU", "SENSOR", "TEMP", "PEAK",
+			 "LOW", "MAX", out_cfg(OUT_PLAIN), eol);
 	out_arr(OUT_JSON, "gpus");
 	for (size_t i = 0; i < n; ++i) {
 		const struct nvs_gpu_info *g = &gpus[i];
@@ -119,42 +113,29 @@ static void show(const struct nvs_gpu_info *gpus, size_t n, bool watch, const ch
 		out_uint(OUT_JSON, "sample_hz", NULL, g->sample_hz);
 		out_uint(OUT_JSON, "seq", NULL, g->seq);
 		out_uint(OUT_JSON, "last_sample_ns", NULL, g->last_sample_ns);
-		if (g->status != NVS_STATUS_OK) {
+		if (text && g->status != NVS_STATUS_OK) {
 			out_text("%-6s %s%s%s", gname, out_cfg(OUT_DIM), nvs_status_name(g->status), g->reason[0] ? ": " : "");
 			out_str(OUT_TEXT, NULL, "%s", g->reason);
 			out_text("%s%s", out_cfg(OUT_PLAIN), eol);
 		}
 		out_arr(OUT_JSON, "sensors");
 		for (unsigned int k = 0; k < g->nsensors; ++k) {
-			const struct nvs_sensor_info *s = &g->sensors[k];
-			bool at_peak = watch && s->valid && s->has_peak && s->mc >= s->peak;
-			enum out_color c = s->alarm ? OUT_ALARM : at_peak ? OUT_PEAK : s->valid ? OUT_PLAIN : OUT_DIM;
-			char v[4][16];
+			struct thermal_row r = { .s = g->sensors[k], .gpu = g->index, .busid = g->busid,
+						 .gname = k ? "" : gname };
+			bool at_peak = watch && r.s.valid && r.s.has_peak && r.s.mc >= r.s.peak;
 
-			out_obj(OUT_JSON, NULL);
-			out_uint(OUT_JSON, "id", NULL, s->id);
-			out_text("%-6s ", k ? "" : gname);
-			out_str(OUT_ANY, "label", "%-9s ", s->label);
-			out_bool(OUT_JSON, "valid", NULL, s->valid);
-#define OPT(key, has, val) do { if (has) out_int(OUT_JSON, key, NULL, val); else out_null(key); } while (0)
-			OPT("mc", s->valid, s->mc);
-			OPT("peak_mc", s->has_peak, s->peak);
-			OPT("low_mc", s->has_low, s->low);
-			OPT("max_mc", s->has_max, s->max);
-#undef OPT
-			out_bool(OUT_JSON, "alarm", NULL, s->alarm);
+			r.color = r.s.alarm ? OUT_ALARM : at_peak ? OUT_PEAK : r.s.valid ? OUT_PLAIN : OUT_DIM;
 			/* Without colour the mark is the only highlight. */
-			out_text("%s%9s%s%s %9s %9s %9s%s%s", c == OUT_PLAIN ? "" : out_cfg(c), cell(v[0], sizeof(v[0]), s->valid, s->mc),
-				 at_peak ? "*" : " ", c == OUT_PLAIN ? "" : out_cfg(OUT_PLAIN),
-				 cell(v[1], sizeof(v[1]), s->has_peak, s->peak), cell(v[2], sizeof(v[2]), s->has_low, s->low),
-				 cell(v[3], sizeof(v[3]), s->has_max, s->max), s->alarm ? "  ALARM" : "", eol);
+			r.mark = at_peak ? "*" : " ";
+			out_obj(OUT_JSON, NULL);
+			row_render(&thermal_sensor_row, &r, m, eol);
 			out_obj_end(OUT_JSON);
 		}
 		out_arr_end(OUT_JSON);
 		out_obj_end(OUT_JSON);
 	}
 	out_arr_end(OUT_JSON);
-	if (!n)
+	if (text && !n)
 		out_text("No supported GPU found%s", eol);
 }
 
@@ -167,12 +148,8 @@ static int snapshot(struct nvs_cli *c, const struct opts *o)
 	if (ret)
 		return ret;
 	gpus = nvs_cli_gpus(c, &n);
-	if (o->dump) {
-		nvs_dump_thermal(gpus, n);
-	} else {
-		out_begin(true);
-		show(gpus, n, false, "\n");
-	}
+	out_begin(true);
+	show(gpus, n, false, "\n", row_mode(o->dump));
 	return out_end() < 0 ? NVS_EX_FAIL : NVS_EX_OK;
 }
 
@@ -203,7 +180,7 @@ static int watch(struct nvs_cli *c, const struct opts *o)
 			printf("\n");
 		printf("%s  every %g s  (* at peak)%s", stamp, (double)o->interval_ms / 1000,
 		       tty ? "\e[K\n" : "\n");
-		show(gpus, n, true, tty ? "\e[K\n" : "\n");
+		show(gpus, n, true, tty ? "\e[K\n" : "\n", ROW_TEXT);
 		if (tty)
 			printf("\e[J");
 		fflush(stdout);
