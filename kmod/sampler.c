@@ -33,9 +33,9 @@
  * What "unavailable" means:
  *   - status "asleep": runtime-suspended or not in D0; nothing was read.
  *   - status "unavailable": channel offline, decoding off, config space
- *     unreadable, a die register read all-ones (fallen off the bus or
- *     resetting: passes then back off, see nvs_dead_backoff()), or no
- *     sensor decoded to a plausible value.
+ *     unreadable or all-ones, a die register read all-ones (fallen off
+ *     the bus or resetting: in all of these passes then back off, see
+ *     nvs_dead_backoff()), or no sensor decoded to a plausible value.
  *   - a single sensor is invalid (hwmon -ENODATA) when its value is
  *     all-ones, 0xBADFxxxx, fails its validity register or is implausible.
  * Passes of the first two kinds count in gpu->unavailable and add nothing
@@ -100,7 +100,7 @@ static bool nvs_in_d0(struct pci_dev *pdev)
  * changes and threshold events are sent once it is dropped. The kernel's
  * own config reads below still work.
  */
-static bool nvs_access_begin(struct nvs_gpu *gpu, bool *rpm)
+static bool nvs_access_begin(struct nvs_gpu *gpu, bool *rpm, bool *dead)
 {
 	enum nvs_status st = NVS_STATUS_UNAVAILABLE;
 	struct pci_dev *pdev = gpu->pdev;
@@ -109,12 +109,14 @@ static bool nvs_access_begin(struct nvs_gpu *gpu, bool *rpm)
 	int ret;
 
 	*rpm = false;
+	*dead = false;
 	if (!pci_cfg_access_trylock(pdev)) {
 		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE,
 				   "reset or config access in progress");
 		return false;
 	}
 	if (pci_channel_offline(pdev)) {
+		*dead = true;
 		strscpy(why, "PCI channel offline", sizeof(why));
 		goto err_unlock;
 	}
@@ -138,14 +140,30 @@ static bool nvs_access_begin(struct nvs_gpu *gpu, bool *rpm)
 			 pci_power_name(pdev->current_state));
 		goto err_put;
 	}
-	if (pci_read_config_word(pdev, PCI_COMMAND, &cmd) || cmd == 0xffff) {
+	/*
+	 * These three back off like an all-ones BAR (nvs_dead_backoff()):
+	 * a GPU that fell off the bus with its link down answers config
+	 * reads with all-ones too, as the kernel's own presence test
+	 * assumes (pci_device_is_present() -> pci_bus_read_dev_vendor_id()),
+	 * and each such read is a non-posted request that may time out; a
+	 * function with decoding off answers no BAR read until its owner
+	 * enables it again (after nvidia.ko's own FLR, for one).
+	 */
+	*dead = true;
+	if (pci_read_config_word(pdev, PCI_COMMAND, &cmd)) {
 		strscpy(why, "config space unreadable", sizeof(why));
+		goto err_put;
+	}
+	if (cmd == 0xffff) {
+		strscpy(why, "config space all-ones (fallen off the bus)",
+			sizeof(why));
 		goto err_put;
 	}
 	if (!(cmd & PCI_COMMAND_MEMORY)) {
 		strscpy(why, "memory decoding disabled", sizeof(why));
 		goto err_put;
 	}
+	*dead = false;
 	return true;
 
 err_put:
@@ -357,8 +375,11 @@ static void nvs_reprobe(struct nvs_gpu *gpu, u64 now)
  * see (nvidia.ko's FLR on the last close, os_pci_trigger_flr()). Every
  * read of a lost GPU may stall for a PCIe completion timeout, so passes
  * back off: the next one after one sampling period, then twice that, up
- * to NVS_DEAD_PROBE_MAX_MS, one register read each. The first pass that
- * reads something ends the backoff.
+ * to NVS_DEAD_PROBE_MAX_MS, one register read each. The same holds when
+ * config space is gone too (a dead link: each try is then one config
+ * read and no BAR read), the channel is offline or decoding is off (see
+ * nvs_access_begin()). The first pass that reads something ends the
+ * backoff.
  */
 static void nvs_dead_backoff(struct nvs_gpu *gpu, u64 now)
 {
@@ -397,13 +418,15 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 	/* backing off from a GPU that read all-ones: nothing read, status kept */
 	if (gpu->dead_until_ns && now < gpu->dead_until_ns)
 		return;
-	if (!nvs_access_begin(gpu, &rpm)) {
+	if (!nvs_access_begin(gpu, &rpm, &dead)) {
 		/*
 		 * The last readings are no longer current: report them as
 		 * unavailable (-ENODATA) rather than as a stale number.
 		 */
 		gpu->unavailable++;
 		nvs_invalidate(gpu);
+		if (dead)
+			nvs_dead_backoff(gpu, now);
 		return;
 	}
 
@@ -527,7 +550,7 @@ void nvs_sample_probe_modules(struct nvs_gpu *gpu)
 	enum nvs_module_state ms;
 	struct nvs_mem_rd rd = {};
 	unsigned int i;
-	bool rpm;
+	bool rpm, dead;
 	s32 mc;
 
 	lockdep_assert_held(&gpu->lock);
@@ -541,7 +564,7 @@ void nvs_sample_probe_modules(struct nvs_gpu *gpu)
 		if (cs[i].kind == NVS_KIND_MODULE && cs[i].back)
 			gpu->sensor[i].present = gpu->clamshell;
 	}
-	if (!nvs_may_sample(gpu) || !nvs_access_begin(gpu, &rpm))
+	if (!nvs_may_sample(gpu) || !nvs_access_begin(gpu, &rpm, &dead))
 		return;
 	/* once per attach: the board's layout does not change while bound */
 	if (chip->strap_off) {
