@@ -92,6 +92,11 @@ enum nvs_module_state {
 	NVS_MODULE_OK,		/* *mc is the chip's temperature */
 	NVS_MODULE_INVALID,	/* there, but no slot holds a reading */
 	NVS_MODULE_ABSENT,	/* the partition or chip is not on the board */
+	/*
+	 * sampler.c only, never from nvs_decode_module(): the status word of
+	 * a partition that answered before reads all-ones now.
+	 */
+	NVS_MODULE_DEAD,
 };
 
 /*

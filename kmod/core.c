@@ -457,8 +457,15 @@ static void nvs_add(struct pci_dev *pdev)
 	gpu->sample_hz = nvs_default_hz;
 	gpu->mem_hz = nvs_default_mem_hz;
 	gpu->nsensors = min_t(unsigned int, chip->nsensors, NVS_MAX_SENSORS);
+	/*
+	 * Back-side chips exist only where the strap says so, which needs a
+	 * read: until then netlink lists no back row and takes no threshold
+	 * on one (review finding 8).
+	 */
 	for (i = 0; i < gpu->nsensors; i++)
-		gpu->sensor[i].present = true;
+		gpu->sensor[i].present = !(chip->sensors[i].kind ==
+					   NVS_KIND_MODULE &&
+					   chip->sensors[i].back);
 	gpu->status = NVS_STATUS_NO_DRIVER;
 	strscpy(gpu->reason, "no driver bound", sizeof(gpu->reason));
 

@@ -54,7 +54,7 @@ static const struct kernel_param_ops reprobe_ops = {
 };
 
 module_param_cb(mem_reprobe_s, &reprobe_ops, &nvs_reprobe_s, 0444);
-MODULE_PARM_DESC(mem_reprobe_s, "Seconds between re-reads of memory modules found absent or invalid, 1-3600 (default 30)");
+MODULE_PARM_DESC(mem_reprobe_s, "Seconds to the first re-read of memory modules found absent or invalid, doubling after each that finds none, up to 32 times this; 1-3600 (default 30)");
 
 static int __init nvs_mod_init(void)
 {

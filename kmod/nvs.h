@@ -94,7 +94,8 @@ struct nvs_gpu {
 	unsigned int nsensors;		/* == chip sensor count */
 	unsigned int ndormant;		/* modules only re-probed */
 	unsigned int reprobe_shift;	/* re-probe every mem_reprobe_s << this */
-	bool clamshell;			/* back-side chips: strap read at attach */
+	bool clamshell;			/* back-side chips, from the strap */
+	bool strap_known;		/* the strap read as a value this attach */
 	bool hwmon_stale;		/* a module appeared: re-register */
 	u64 last_pass_ns;		/* ktime_get_ns() of the last pass tried */
 	u64 last_mem_ns;		/* ... and of the last memory pass tried */

@@ -33,9 +33,9 @@
  * What "unavailable" means:
  *   - status "asleep": runtime-suspended or not in D0; nothing was read.
  *   - status "unavailable": channel offline, decoding off, config space
- *     unreadable, a die register read all-ones (fallen off the bus or
- *     resetting: passes then back off, see nvs_dead_backoff()), or no
- *     sensor decoded to a plausible value.
+ *     unreadable or all-ones, a die register read all-ones (fallen off
+ *     the bus or resetting: in all of these passes then back off, see
+ *     nvs_dead_backoff()), or no sensor decoded to a plausible value.
  *   - a single sensor is invalid (hwmon -ENODATA) when its value is
  *     all-ones, 0xBADFxxxx, fails its validity register or is implausible.
  * Passes of the first two kinds count in gpu->unavailable and add nothing
@@ -100,7 +100,7 @@ static bool nvs_in_d0(struct pci_dev *pdev)
  * changes and threshold events are sent once it is dropped. The kernel's
  * own config reads below still work.
  */
-static bool nvs_access_begin(struct nvs_gpu *gpu, bool *rpm)
+static bool nvs_access_begin(struct nvs_gpu *gpu, bool *rpm, bool *dead)
 {
 	enum nvs_status st = NVS_STATUS_UNAVAILABLE;
 	struct pci_dev *pdev = gpu->pdev;
@@ -109,12 +109,14 @@ static bool nvs_access_begin(struct nvs_gpu *gpu, bool *rpm)
 	int ret;
 
 	*rpm = false;
+	*dead = false;
 	if (!pci_cfg_access_trylock(pdev)) {
 		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE,
 				   "reset or config access in progress");
 		return false;
 	}
 	if (pci_channel_offline(pdev)) {
+		*dead = true;
 		strscpy(why, "PCI channel offline", sizeof(why));
 		goto err_unlock;
 	}
@@ -138,14 +140,30 @@ static bool nvs_access_begin(struct nvs_gpu *gpu, bool *rpm)
 			 pci_power_name(pdev->current_state));
 		goto err_put;
 	}
-	if (pci_read_config_word(pdev, PCI_COMMAND, &cmd) || cmd == 0xffff) {
+	/*
+	 * These three back off like an all-ones BAR (nvs_dead_backoff()):
+	 * a GPU that fell off the bus with its link down answers config
+	 * reads with all-ones too, as the kernel's own presence test
+	 * assumes (pci_device_is_present() -> pci_bus_read_dev_vendor_id()),
+	 * and each such read is a non-posted request that may time out; a
+	 * function with decoding off answers no BAR read until its owner
+	 * enables it again (after nvidia.ko's own FLR, for one).
+	 */
+	*dead = true;
+	if (pci_read_config_word(pdev, PCI_COMMAND, &cmd)) {
 		strscpy(why, "config space unreadable", sizeof(why));
+		goto err_put;
+	}
+	if (cmd == 0xffff) {
+		strscpy(why, "config space all-ones (fallen off the bus)",
+			sizeof(why));
 		goto err_put;
 	}
 	if (!(cmd & PCI_COMMAND_MEMORY)) {
 		strscpy(why, "memory decoding disabled", sizeof(why));
 		goto err_put;
 	}
+	*dead = false;
 	return true;
 
 err_put:
@@ -228,6 +246,14 @@ static enum nvs_module_state nvs_read_module(struct nvs_gpu *gpu,
 		pr->status = nvs_read(gpu, nvs_mem_status(cs->part));
 		pr->have_status = true;
 	}
+	/*
+	 * Only the status word: a data word of ~0 is a slot with no reading
+	 * on a card that answers (LACT skips it), but a status word of ~0
+	 * samples every slot and cannot be a live one. The callers decide
+	 * what it means (a pass: the GPU stopped answering).
+	 */
+	if (pr->status == ~0U)
+		return NVS_MODULE_DEAD;
 	if (!nvs_raw_dead(pr->status)) {
 		slots = NVS_CHIP_SLOTS(cs->chip & 1) & (pr->status >> 24);
 		for_each_set_bit(k, &slots, 4) {
@@ -323,6 +349,8 @@ static void nvs_reprobe(struct nvs_gpu *gpu, u64 now)
 		    nvs_module_void(gpu, &cs[i]))
 			continue;
 		ms = nvs_read_module(gpu, &rd, &cs[i], &mc);
+		if (ms == NVS_MODULE_DEAD)	/* as at attach: not there */
+			ms = NVS_MODULE_ABSENT;
 		if (ms == NVS_MODULE_OK) {
 			st->dormant = false;
 			gpu->ndormant--;
@@ -357,8 +385,11 @@ static void nvs_reprobe(struct nvs_gpu *gpu, u64 now)
  * see (nvidia.ko's FLR on the last close, os_pci_trigger_flr()). Every
  * read of a lost GPU may stall for a PCIe completion timeout, so passes
  * back off: the next one after one sampling period, then twice that, up
- * to NVS_DEAD_PROBE_MAX_MS, one register read each. The first pass that
- * reads something ends the backoff.
+ * to NVS_DEAD_PROBE_MAX_MS, one register read each. The same holds when
+ * config space is gone too (a dead link: each try is then one config
+ * read and no BAR read), the channel is offline or decoding is off (see
+ * nvs_access_begin()). The first pass that reads something ends the
+ * backoff.
  */
 static void nvs_dead_backoff(struct nvs_gpu *gpu, u64 now)
 {
@@ -372,6 +403,47 @@ static void nvs_dead_backoff(struct nvs_gpu *gpu, u64 now)
 }
 
 /*
+ * The clamshell strap (kmod/chips.c), read inside a pass or the attach
+ * probe after a die register answered. A read of ~0 or 0xBADFxxxx is no
+ * value (the GPU in a reset, not yet initialised by its driver, or gone):
+ * the strap stays unknown, the back rows hidden, and the next memory pass
+ * reads it again, rather than deciding the board's layout for the whole
+ * binding from one bad moment (review finding 5). Returns true when it
+ * was read now and says there is a back side.
+ */
+static bool nvs_read_strap(struct nvs_gpu *gpu)
+{
+	u32 strap = nvs_read(gpu, gpu->chip->strap_off);
+
+	if (nvs_raw_dead(strap))
+		return false;
+	gpu->strap_known = true;
+	gpu->clamshell = nvs_strap_clamshell(strap);
+	return gpu->clamshell;
+}
+
+/*
+ * The strap, read late, says there is a back side: its chips are
+ * classified by a re-probe at the end of this pass, which shows each one
+ * that answers (its hwmon channel appears, as for any re-probed chip).
+ */
+static void nvs_back_found(struct nvs_gpu *gpu, u64 now)
+{
+	const struct nvs_chip_sensor *cs = gpu->chip->sensors;
+	unsigned int i;
+
+	for (i = 0; i < gpu->nsensors; i++) {
+		if (cs[i].kind != NVS_KIND_MODULE || !cs[i].back ||
+		    gpu->sensor[i].dormant)
+			continue;
+		gpu->sensor[i].dormant = true;
+		gpu->ndormant++;
+	}
+	gpu->reprobe_shift = 0;
+	gpu->next_reprobe_ns = now;
+}
+
+/*
  * One pass over the recipe; mem: also read the memory sensors. The caller
  * holds gpu->lock, so nothing unmaps the windows meanwhile.
  */
@@ -379,6 +451,7 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 {
 	const struct nvs_chip_sensor *cs = gpu->chip->sensors;
 	bool dead = false, rpm, ok;
+	enum nvs_module_state ms;
 	struct nvs_mem_rd mrd = {};
 	unsigned int i, nvalid = 0;
 	int hottest = -1;
@@ -397,13 +470,15 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 	/* backing off from a GPU that read all-ones: nothing read, status kept */
 	if (gpu->dead_until_ns && now < gpu->dead_until_ns)
 		return;
-	if (!nvs_access_begin(gpu, &rpm)) {
+	if (!nvs_access_begin(gpu, &rpm, &dead)) {
 		/*
 		 * The last readings are no longer current: report them as
 		 * unavailable (-ENODATA) rather than as a stale number.
 		 */
 		gpu->unavailable++;
 		nvs_invalidate(gpu);
+		if (dead)
+			nvs_dead_backoff(gpu, now);
 		return;
 	}
 
@@ -417,26 +492,16 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 		if (cs[i].kind != NVS_KIND_DIE)
 			continue;
 		raw = nvs_read(gpu, cs[i].off);
-		if (raw == ~0U) {
-			dead = true;
-			break;
-		}
+		if (raw == ~0U)
+			goto err_dead;
 		ok = nvs_decode(cs[i].decode, raw, 0, &mc);
 		nvs_update(gpu, i, ok, mc);
 		__set_bit(i, rd);
 	}
-	if (dead) {
-		nvs_access_end(gpu, rpm);
-		gpu->unavailable++;
-		nvs_invalidate(gpu);
-		nvs_dead_backoff(gpu, now);
-		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE,
-				   "all-ones (fallen off the bus or in reset)");
-		return;
-	}
-	gpu->dead_streak = 0;
-	gpu->dead_until_ns = 0;
 
+	if (mem && gpu->chip->strap_off && !gpu->strap_known &&
+	    nvs_read_strap(gpu))
+		nvs_back_found(gpu, now);
 	for (i = 0; mem && i < gpu->nsensors; i++) {
 		switch (cs[i].kind) {
 		case NVS_KIND_MEM:
@@ -447,8 +512,18 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 			if (gpu->sensor[i].dormant ||
 			    nvs_module_void(gpu, &cs[i]))
 				continue;
-			ok = nvs_read_module(gpu, &mrd, &cs[i], &mc) ==
-			     NVS_MODULE_OK;
+			/*
+			 * A chip read at attach whose status word is now
+			 * all-ones: the GPU stopped answering between the
+			 * die and the memory reads (an FLR starting, the
+			 * link dropping). End the pass as a dead die read
+			 * does, before more reads that may each stall
+			 * (review finding 6).
+			 */
+			ms = nvs_read_module(gpu, &mrd, &cs[i], &mc);
+			if (ms == NVS_MODULE_DEAD)
+				goto err_dead;
+			ok = ms == NVS_MODULE_OK;
 			if (ok && (hottest < 0 || mc > gpu->sensor[hottest].mc))
 				hottest = i;
 			break;
@@ -473,6 +548,9 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 		}
 		__set_bit(i, rd);
 	}
+	/* nothing read all-ones: a backoff, if any, is over */
+	gpu->dead_streak = 0;
+	gpu->dead_until_ns = 0;
 	if (gpu->ndormant && now >= gpu->next_reprobe_ns)
 		nvs_reprobe(gpu, now);
 	nvs_access_end(gpu, rpm);
@@ -489,6 +567,15 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 
 	nvs_ring_push(gpu, now);
 	nvs_gpu_set_status(gpu, NVS_STATUS_OK, "");
+	return;
+
+err_dead:
+	nvs_access_end(gpu, rpm);
+	gpu->unavailable++;
+	nvs_invalidate(gpu);
+	nvs_dead_backoff(gpu, now);
+	nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE,
+			   "all-ones (fallen off the bus or in reset)");
 }
 
 /*
@@ -517,8 +604,10 @@ void nvs_sample_on_demand(struct nvs_gpu *gpu)
  * Called by core.c right after mapping: sorts the memory modules into
  * absent (0xBADFxxxx, all-ones: not shown, dormant), invalid (shown,
  * dormant) and valid (read by every memory pass). If the device cannot be
- * read now, every module stays shown and is read normally, so that
- * nothing real is dropped because of a bad moment.
+ * read now (no access, or its first die register reads all-ones: in a
+ * reset, not answering), every front module is shown and read normally,
+ * so that nothing real is dropped because of a bad moment, and the strap
+ * is read by the first memory pass that can (review finding 5).
  */
 void nvs_sample_probe_modules(struct nvs_gpu *gpu)
 {
@@ -527,7 +616,7 @@ void nvs_sample_probe_modules(struct nvs_gpu *gpu)
 	enum nvs_module_state ms;
 	struct nvs_mem_rd rd = {};
 	unsigned int i;
-	bool rpm;
+	bool rpm, dead;
 	s32 mc;
 
 	lockdep_assert_held(&gpu->lock);
@@ -535,37 +624,45 @@ void nvs_sample_probe_modules(struct nvs_gpu *gpu)
 	gpu->reprobe_shift = 0;
 	gpu->dead_streak = 0;		/* a new attach starts without backoff */
 	gpu->dead_until_ns = 0;
+	gpu->strap_known = false;
+	gpu->clamshell = false;
+	/* the first pass reads the memory, and the valid modules with it */
+	gpu->last_mem_ns = 0;
 	for (i = 0; i < gpu->nsensors; i++) {
 		gpu->sensor[i].dormant = false;
 		/* back sides stay hidden until the strap says they exist */
-		if (cs[i].kind == NVS_KIND_MODULE && cs[i].back)
-			gpu->sensor[i].present = gpu->clamshell;
+		if (cs[i].kind == NVS_KIND_MODULE)
+			gpu->sensor[i].present = !cs[i].back;
 	}
-	if (!nvs_may_sample(gpu) || !nvs_access_begin(gpu, &rpm))
+	if (!nvs_may_sample(gpu) || !nvs_access_begin(gpu, &rpm, &dead))
 		return;
-	/* once per attach: the board's layout does not change while bound */
-	if (chip->strap_off) {
-		gpu->clamshell = nvs_strap_clamshell(nvs_read(gpu,
-							      chip->strap_off));
-		for (i = 0; i < gpu->nsensors; i++)
-			if (cs[i].kind == NVS_KIND_MODULE && cs[i].back)
-				gpu->sensor[i].present = gpu->clamshell;
+	for (i = 0; i < gpu->nsensors; i++) {
+		if (cs[i].kind != NVS_KIND_DIE)
+			continue;
+		if (nvs_read(gpu, cs[i].off) == ~0U)
+			goto out_end;
+		break;
 	}
+	/* once per attach: the board's layout does not change while bound */
+	if (chip->strap_off)
+		nvs_read_strap(gpu);
 	for (i = 0; i < gpu->nsensors; i++) {
 		struct nvs_sensor *st = &gpu->sensor[i];
 
 		if (cs[i].kind != NVS_KIND_MODULE || nvs_module_void(gpu, &cs[i]))
 			continue;
 		ms = nvs_read_module(gpu, &rd, &cs[i], &mc);
+		/* the die answered: a status word of ~0 is a missing partition */
+		if (ms == NVS_MODULE_DEAD)
+			ms = NVS_MODULE_ABSENT;
 		st->dormant = ms != NVS_MODULE_OK;
 		st->present = ms != NVS_MODULE_ABSENT;
 		gpu->ndormant += st->dormant;
 	}
-	nvs_access_end(gpu, rpm);
 	gpu->next_reprobe_ns = ktime_get_ns() +
 			       (u64)READ_ONCE(nvs_reprobe_s) * NSEC_PER_SEC;
-	/* the first pass reads the memory, and the valid modules with it */
-	gpu->last_mem_ns = 0;
+out_end:
+	nvs_access_end(gpu, rpm);
 }
 
 static bool nvs_sampler_idle(struct nvs_gpu *gpu)

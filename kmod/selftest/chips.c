@@ -132,6 +132,128 @@ static bool __init nvs_selftest_modules(void)
 	return pass;
 }
 
+/*
+ * Review finding 11: a recipe error (a chip row past the last partition, a
+ * register outside every window) is silent at run time, where a read
+ * outside the windows returns ~0 and looks like a dead GPU or an absent
+ * chip. Every register the sampler can read for a recipe must lie inside
+ * one of its windows.
+ */
+static bool __init nvs_recipe_reg_mapped(const struct nvs_chip *c, u32 off)
+{
+	unsigned int w;
+
+	for (w = 0; w < c->nwindows; w++)
+		if (off >= c->windows[w].off &&
+		    (u64)off + 4 <= (u64)c->windows[w].off + c->windows[w].len)
+			return true;
+	return false;
+}
+
+/* Returns the number of inconsistencies found, each logged if log. */
+static unsigned int __init nvs_recipe_check(const struct nvs_chip *c,
+					    bool log)
+{
+	unsigned int i, p, k, bad = 0, modules = 0;
+
+#define NVS_RECIPE_BAD(fmt, ...) do {					\
+		if (log)						\
+			pr_err("recipe self-test %s: " fmt "\n", c->name,	\
+			       ##__VA_ARGS__);					\
+		bad++;							\
+	} while (0)
+
+	if (c->nsensors > NVS_MAX_SENSORS)
+		NVS_RECIPE_BAD("%u sensors, more than %u", c->nsensors,
+			       NVS_MAX_SENSORS);
+	if (c->nparts > NVS_MAX_PARTS)
+		NVS_RECIPE_BAD("%u partitions, more than %u", c->nparts,
+			       NVS_MAX_PARTS);
+	if (c->nwindows > NVS_MAX_WINDOWS)
+		NVS_RECIPE_BAD("%u windows, more than %u", c->nwindows,
+			       NVS_MAX_WINDOWS);
+	for (i = 0; i < c->nsensors; i++) {
+		const struct nvs_chip_sensor *cs = &c->sensors[i];
+
+		switch (cs->kind) {
+		case NVS_KIND_DIE:
+		case NVS_KIND_MEM:
+			if (!nvs_recipe_reg_mapped(c, cs->off))
+				NVS_RECIPE_BAD("%s at %#x outside every window",
+					       cs->label, cs->off);
+			break;
+		case NVS_KIND_MODULE_MAX:
+			if (cs->off && !nvs_recipe_reg_mapped(c, cs->off))
+				NVS_RECIPE_BAD("%s at %#x outside every window",
+					       cs->label, cs->off);
+			break;
+		case NVS_KIND_MODULE:
+			modules++;
+			if (cs->part >= c->nparts || cs->chip > 1)
+				NVS_RECIPE_BAD("%s: partition %u chip %u of %u partitions",
+					       cs->label, cs->part, cs->chip,
+					       c->nparts);
+			if (cs->back && !c->strap_off)
+				NVS_RECIPE_BAD("%s: a back side without a strap",
+					       cs->label);
+			break;
+		default:
+			NVS_RECIPE_BAD("%s: kind %u", cs->label, cs->kind);
+		}
+	}
+	if (!modules != !c->nparts)
+		NVS_RECIPE_BAD("%u chip rows, %u partitions", modules,
+			       c->nparts);
+	for (p = 0; p < min_t(unsigned int, c->nparts, NVS_MAX_PARTS); p++) {
+		if (!nvs_recipe_reg_mapped(c, nvs_mem_status(p)))
+			NVS_RECIPE_BAD("partition %u status word unmapped", p);
+		for (k = 0; k < 4; k++)
+			if (!nvs_recipe_reg_mapped(c, nvs_mem_word(p, k)))
+				NVS_RECIPE_BAD("partition %u word %u unmapped",
+					       p, k);
+	}
+	if (c->strap_off && !nvs_recipe_reg_mapped(c, c->strap_off))
+		NVS_RECIPE_BAD("strap at %#x unmapped", c->strap_off);
+#undef NVS_RECIPE_BAD
+	return bad;
+}
+
+/* A recipe with three errors: the checker must find exactly those. */
+static const struct nvs_chip_sensor nvs_bad_sensors[] __initconst = {
+	DIE("ch0", GB20X_CH(0)),
+	MEMCHIP(2),		/* partition 1 of a 1-partition recipe */
+	MEMBACK(0),		/* a back side without a strap */
+};
+
+static const struct nvs_chip_window nvs_bad_windows[] __initconst = {
+	MEMWIN(0),		/* the die register is in no window */
+};
+
+static bool __init nvs_selftest_recipes(void)
+{
+	const struct nvs_chip bad = {
+		.name = "(deliberately broken)",
+		.sensors = nvs_bad_sensors,
+		.nsensors = ARRAY_SIZE(nvs_bad_sensors),
+		.windows = nvs_bad_windows,
+		.nwindows = ARRAY_SIZE(nvs_bad_windows),
+		.nparts = 1,
+	};
+	unsigned int i, n;
+	bool pass = true;
+
+	for (i = 0; i < ARRAY_SIZE(nvs_chips); i++)
+		if (nvs_recipe_check(nvs_chips[i], true))
+			pass = false;
+	n = nvs_recipe_check(&bad, false);
+	if (n != 3) {
+		pr_err("recipe self-test: the broken recipe gave %u errors, want 3\n",
+		       n);
+		pass = false;
+	}
+	return pass;
+}
+
 bool __init nvs_selftest_decode(void)
 {
 	unsigned int i, formats = 0;
@@ -161,9 +283,11 @@ bool __init nvs_selftest_decode(void)
 	}
 	if (!nvs_selftest_modules())
 		pass = false;
+	if (!nvs_selftest_recipes())
+		pass = false;
 	if (pass)
 		pr_info("decode self-tests (%zu cases): pass\n",
 			ARRAY_SIZE(nvs_decode_cases) +
-			ARRAY_SIZE(nvs_module_cases));
+			ARRAY_SIZE(nvs_module_cases) + ARRAY_SIZE(nvs_chips) + 1);
 	return pass;
 }

@@ -61,4 +61,30 @@ if ((r1 - r0 >= 100)); then
 else
 	t_fail thermal-dead-full-rate-again "$((r1 - r0)) reads in 1 s after recovery (want >= 100: 50 passes of 6)"
 fi
+
+# Review finding 1: a GPU whose link is gone answers config reads with
+# all-ones too, so a pass ends at PCI_COMMAND before any BAR read and
+# mmio_reads cannot see it; each try is one config read, counted in
+# unavailable_reads. The ivshmem device's config space always answers, so
+# its sibling exit stands in: decoding off takes the same backoff path
+# (kmod/sampler.c nvs_access_begin(), *dead). Without the backoff: 50
+# tries a second, 150 in 3 s.
+bdf=$(sim_bdf 0)
+cmd=$(setpci -s "$bdf" COMMAND)
+setpci -s "$bdf" COMMAND=0:2
+wait_for 3 '[[ $(read_err "$c/status") == "unavailable: memory decoding disabled" ]]'
+nvs_sleep 1.5
+read -r r0 u0 < <(counters)
+nvs_sleep 3
+read -r r1 u1 < <(counters)
+echo "decoding off over 3 s: $((r1 - r0)) reads, $((u1 - u0)) unavailable passes"
+if ((u1 - u0 >= 1 && u1 - u0 <= 4)); then
+	t_pass thermal-dead-cfg-backoff
+else
+	t_fail thermal-dead-cfg-backoff "$((u1 - u0)) tries in 3 s with decoding off (want 1..4: the dead-GPU backoff)"
+fi
+t_eq thermal-dead-cfg-no-bar-read "$((r1 - r0))" 0
+setpci -s "$bdf" COMMAND="$cmd"
+wait_for 6 '[[ $(read_err "$c/status") == ok ]]'
+t_eq thermal-dead-cfg-recovers "$(read_err "$c/status") $(read_err "$(hw_temp "$h" ch0)_input")" "ok 90215"
 nvs_unload

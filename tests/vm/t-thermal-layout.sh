@@ -8,7 +8,9 @@
 # side from the strap, invalid chips shown without a number, absent ones
 # hidden; and the reads a memory pass costs, with mmio_reads as witness.
 # Item 2: a GB20x die word needs bit 30; "mem" uses no summary register
-# without a validity word of its own.
+# without a validity word of its own. Kernel review findings 5, 6 and 8:
+# the strap read when it can be, an all-ones status word ends a pass, no
+# back-side row before the strap is read.
 set -u
 
 genl() { python3 -S "$NVS_TOP/tests/vm/tools/nvs_genl.py" "$@"; }
@@ -120,4 +122,54 @@ if ((p > 0 && extra >= 0 && extra <= 3 * 6 && extra % 6 == 0)); then
 else
 	t_fail layout-absent-reprobe-backoff "$extra reads beyond the passes in 7.5 s (want 0..18 in steps of 6: at most 3 re-probes)"
 fi
+
+# --- review finding 6: an all-ones status word ends a pass -----------------
+# p0's status word reads ~0 while the die answers (the GPU stopped
+# answering between the die and the memory reads). The pass ends there:
+# 6 die reads and that one, status says why, and passes back off from
+# 100 ms (sample_hz 10). Without it: every pass reads all 8 partitions,
+# about 40 reads 10 times a second, and status stays "ok".
+sim 0 set p0-status 0xffffffff
+want_dead="unavailable: all-ones (fallen off the bus or in reset)"
+wait_for 3 '[[ $(read_err "$c/status") == "$want_dead" ]]'
+t_eq layout-status-allones-ends-pass "$(read_err "$c/status")" "$want_dead"
+r0=$(read_err "$c/mmio_reads")
+nvs_sleep 2
+r1=$(read_err "$c/mmio_reads")
+echo "status word all-ones: $((r1 - r0)) reads in 2 s"
+if ((r1 - r0 <= 5 * 7)); then
+	t_pass layout-status-allones-backoff
+else
+	t_fail layout-status-allones-backoff "$((r1 - r0)) reads in 2 s (want <= 35: passes of 7 reads, backing off)"
+fi
+sim 0 fixture gb202
+wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
+t_eq layout-status-allones-recovers "$(read_err "$c/status") $(read_err "$(hw_temp "$(sim_hwmon 0)" mem0)_input")" "ok 56000"
+nvs_unload
+
+# --- review finding 8: no back-side row before the strap is read ----------
+# A GA102 no driver owns is never mapped, so its strap is unread: netlink
+# lists its front chips and no memNb.
+sim 0 fixture ga102-clam
+nvs_load sim=1af4:1110:2:ga102:owned || { t_fail layout-no-phantom-load "insmod failed"; exit 0; }
+c=$(sim_class 0)
+got=$(genl get --gpu "${c##*/gpu}")
+if [[ $got == *" mem0="* && $got != *" mem0b="* ]]; then
+	t_pass layout-no-phantom-back-rows
+else
+	t_fail layout-no-phantom-back-rows "unmapped GA102 lists: $got"
+fi
+nvs_unload
+
+# --- review finding 5: the strap is read when it can be --------------------
+# Loaded while every register (the strap too) reads all-ones: the strap
+# is no value then. Once the GPU answers, a memory pass reads it and the
+# back side appears; a single read at attach would hide it for good.
+sim 0 allones
+nvs_load sim=1af4:1110:2:ga102 || { t_fail layout-strap-late-load "insmod failed"; exit 0; }
+c=$(sim_class 0)
+wait_for 3 '[[ $(read_err "$c/status") == unavailable* ]]'
+sim 0 fixture ga102-clam
+wait_for 8 '[[ $(read_err "$(hw_temp "$(sim_hwmon 0)" mem0b 2>/dev/null)_input" 2>/dev/null) == 84000 ]]'
+t_eq layout-strap-read-late "$(read_err "$(hw_temp "$(sim_hwmon 0)" mem0b)_input" 2>&1)" 84000
 nvs_unload

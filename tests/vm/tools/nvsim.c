@@ -485,6 +485,7 @@ static void fill_all(uint32_t val, bool validity)
 			wr(GB_STATUS(p), val);
 	}
 	wr(GB_BCAST, val);
+	wr(NV_STRAP, val);
 	wr(ADA_MEM, val);
 	wr(GA104_MEM, val);
 	wr(ADA_HOTSPOT, val);
