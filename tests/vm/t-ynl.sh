@@ -110,6 +110,15 @@ if ((uprc != 0 && upmemrc == 4 && downrc == 0)) && [[ $up == *"Operation not per
 else
 	t_fail ynl-rate "raise: exit $uprc $up; mem-hz raise: exit $upmemrc $upmem; lower: exit $downrc $down; sample_hz $hz"
 fi
+# sysfs follows the same rule: root without CAP_SYS_ADMIN lowers, not raises
+netadmin sh -c "echo $((def_hz + 1)) >$c0/sample_hz" 2>/dev/null
+uprc=$?
+netadmin sh -c "echo $((def_mem + 1)) >$c0/mem_hz" 2>/dev/null
+upmemrc=$?
+netadmin sh -c "echo $((def_hz / 4)) >$c0/sample_hz" 2>/dev/null
+downrc=$?
+t_eq ynl-rate-sysfs "$uprc $upmemrc $downrc $(<"$c0/sample_hz") $(<"$c0/mem_hz")" \
+	"1 1 0 $((def_hz / 4)) $def_mem"
 # root (CAP_SYS_ADMIN) may raise; the CLI's JSON says what was set
 out=$("$NVS_BIN" set "gpu$g0" sample-hz "$def_hz" mem-hz 2 --json 2>&1)
 rc=$?
