@@ -19,8 +19,9 @@ static void show_usage(FILE *f, const char *name)
 		(int)(strlen(PROG_NAME) + strlen(name) + 4), "");
 	fprintf(f,
 		"Changes the settings of one GPU (gpuN, N or a PCI bus id), all at once or\n"
-		"nothing. Needs root (CAP_NET_ADMIN); a rate above the module's default\n"
-		"(modinfo -p nvsidecar) reads more registers and needs CAP_SYS_ADMIN too.\n\n"
+		"nothing. Needs root (CAP_NET_ADMIN); a rate above the module's default (in\n"
+		"/sys/module/nvsidecar/parameters/) reads more registers and needs\n"
+		"CAP_SYS_ADMIN too.\n\n"
 		"  sample-hz N           samples per second, 0 (read on demand) to %u\n"
 		"  mem-hz N              memory-module passes per second, 1 to %u\n"
 		"  threshold SENSOR C    alarm and event when SENSOR (a label such as hotspot,\n"
