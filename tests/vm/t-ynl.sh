@@ -31,6 +31,7 @@ fi
 # The host's root is read-only here: no __pycache__.
 ynl() { PYTHONDONTWRITEBYTECODE=1 python3 "$cli" --spec "$spec" --schema "$schema" --output-json "$@"; }
 
+nvs_unload
 sim_fixture_all gb202
 nvs_load || { t_fail ynl-load "insmod failed"; exit 1; }
 wait_for 5 '[[ $(read_err "$(sim_class 0)/status" 2>/dev/null) == ok ]]'
@@ -59,15 +60,18 @@ for g in gpus:
     hw = glob.glob("/sys/bus/pci/devices/%s/hwmon/hwmon*" % g["gpu-busid"])
     labels = {}
     for h in hw:
-        if rd(h + "/name") != "nvsidecar":
-            continue
-        for lf in glob.glob(h + "/temp*_label"):
-            labels[rd(lf)] = int(rd(lf.replace("_label", "_input")))
+        if rd(h + "/name") == "nvsidecar":
+            for lf in glob.glob(h + "/temp*_label"):
+                labels[rd(lf)] = lf.replace("_label", "_input")
     sensors = g["gpu-sensors"]["gpu-sensor"]
-    assert sensors and labels, (sensors, labels)
+    valid = [s for s in sensors if s["valid"] == 1]
+    assert valid and labels, (sensors, labels)
     for s in sensors:
+        assert s["label"] in labels, (s["label"], sorted(labels))
+    for s in valid:
         # the fixture is static: the same reading in both places
-        assert labels.get(s["label"]) == s["mc"], (s["label"], s["mc"], labels.get(s["label"]))
+        got = int(rd(labels[s["label"]]))
+        assert got == s["mc"], (s["label"], s["mc"], got)
 PY
 	t_pass ynl-dump
 else
