@@ -34,6 +34,7 @@ user:
 # What a change must pass before review, in a few minutes and without a VM:
 # the helper built with warnings as errors and its unit tests under the
 # sanitizers, checkpatch over kmod/, user/ and tests/unit/ (scripts/style.sh),
+# the YNL spec against the uapi and genl.c's policies (scripts/ynl-check),
 # the floors of user/ over its includes and calls (scripts/floors.sh),
 # and the module for KVER built with W=1, warnings as errors, and sparse.
 CHECK_O := $(abspath $(BUILD))/check
@@ -42,6 +43,7 @@ check:
 	$(MAKE) -C user O=$(CHECK_O)/user-asan WERROR=1 ASAN=1 check
 	scripts/floors.sh $(CHECK_O)/user
 	scripts/style.sh
+	scripts/ynl-check
 	$(MAKE) module W=1 KCFLAGS=-Werror MODDIR=$(CHECK_O)/kmod-$(KVER) \
 		$(if $(shell command -v sparse),C=2 CHECK="sparse -Wsparse-error")
 

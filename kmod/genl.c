@@ -533,6 +533,32 @@ static int nvs_parse_threshold(struct nvs_gpu *gpu, const struct nlattr *attr,
 	return 0;
 }
 
+/*
+ * GENL_ADMIN_PERM is CAP_NET_ADMIN, which containers are often given.
+ * A rate above the module's default (the sample_hz and mem_hz parameters,
+ * chosen by whoever loaded the module) multiplies the register reads on
+ * a GPU that another driver owns: that takes CAP_SYS_ADMIN, like a
+ * dma-buf probe. Lowering a rate, thresholds and resets do not. The sysfs
+ * files are writable by root alone (file mode) for the same reason.
+ */
+static int nvs_rate_check(struct sk_buff *skb, struct nlattr **attrs,
+			  struct netlink_ext_ack *extack)
+{
+	struct nlattr *a = NULL;
+
+	if (attrs[NVS_A_GPU_SAMPLE_HZ] &&
+	    nla_get_u32(attrs[NVS_A_GPU_SAMPLE_HZ]) > READ_ONCE(nvs_default_hz))
+		a = attrs[NVS_A_GPU_SAMPLE_HZ];
+	else if (attrs[NVS_A_GPU_MEM_HZ] &&
+		 nla_get_u32(attrs[NVS_A_GPU_MEM_HZ]) > READ_ONCE(nvs_default_mem_hz))
+		a = attrs[NVS_A_GPU_MEM_HZ];
+	if (!a || netlink_capable(skb, CAP_SYS_ADMIN))
+		return 0;
+	NL_SET_ERR_MSG_ATTR(extack, a,
+			    "A rate above the module's default needs CAP_SYS_ADMIN");
+	return -EPERM;
+}
+
 static int nvs_gpu_set_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nvs_thresh_req th[NVS_MAX_SENSORS];
@@ -580,6 +606,9 @@ static int nvs_gpu_set_doit(struct sk_buff *skb, struct genl_info *info)
 		NL_SET_ERR_MSG(info->extack, "Nothing to set");
 		goto out_unlock;
 	}
+	ret = nvs_rate_check(skb, attrs, info->extack);
+	if (ret)
+		goto out_unlock;
 
 	for (i = 0; i < nth; i++) {
 		ret = nvs_set_threshold(gpu, th[i].sensor, th[i].clear,

@@ -27,6 +27,7 @@
  * (device_create_with_groups), not class attributes: the class attribute
  * and devnode prototypes changed constness across 6.2-6.4.
  */
+#include <linux/capability.h>
 #include <linux/device.h>
 #include <linux/kdev_t.h>
 #include <linux/kernel.h>
@@ -106,6 +107,9 @@ static ssize_t sample_hz_store(struct device *dev,
 	/* kstrtouint takes one optional trailing newline and nothing else. */
 	if (kstrtouint(buf, 10, &hz) || hz > NVS_SAMPLE_HZ_MAX)
 		return -EINVAL;
+	/* as GPU_SET: raising the read budget needs CAP_SYS_ADMIN (genl.c) */
+	if (hz > READ_ONCE(nvs_default_hz) && !capable(CAP_SYS_ADMIN))
+		return -EPERM;
 
 	mutex_lock(&gpu->lock);
 	ret = -ENODEV;
@@ -140,6 +144,8 @@ static ssize_t mem_hz_store(struct device *dev, struct device_attribute *attr,
 
 	if (kstrtouint(buf, 10, &hz) || !hz || hz > NVS_MEM_HZ_MAX)
 		return -EINVAL;
+	if (hz > READ_ONCE(nvs_default_mem_hz) && !capable(CAP_SYS_ADMIN))
+		return -EPERM;
 
 	mutex_lock(&gpu->lock);
 	ret = -ENODEV;

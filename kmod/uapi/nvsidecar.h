@@ -3,10 +3,13 @@
  * nvsidecar generic netlink ABI.
  *
  * Family NVS_GENL_NAME ("nvsidecar"), version NVS_GENL_VERSION, multicast
- * group NVS_GENL_MCGRP_EVENTS ("events"). Every attribute below is validated
- * by a policy; unknown attributes, wrong lengths and unknown flag bits are
- * rejected (-EINVAL / -EOPNOTSUPP) with an extended-ack message. The header
- * carries no family-specific header (hdrsize 0).
+ * group NVS_GENL_MCGRP_EVENTS ("events"). docs/netlink/nvsidecar.yaml is
+ * the same ABI in the kernel's YNL schema (scripts/ynl-check keeps this
+ * header, the kernel's policies and the spec in step). Every request
+ * attribute below is validated by a policy: unknown attributes, wrong
+ * types or lengths and out-of-range values are rejected (-EINVAL or
+ * -ERANGE) with an extended-ack message. The header carries no
+ * family-specific header (hdrsize 0).
  *
  * NVS_CMD_GPU_GET
  *   do (needs NVS_A_GPU_INDEX) or dump (all GPUs); any user.
@@ -66,13 +69,16 @@
  *         NVS_SAMPLE_A_TS_NS: u64    CLOCK_MONOTONIC ns
  *         NVS_SAMPLE_A_VALID: u32    bit i set: value i is valid
  *         NVS_SAMPLE_A_VALUES: binary, NSENSORS x s32 m°C, host order
+ *                           (in YNL: binary with sub-type s32)
  *   Sequence numbers start at 1 and never repeat while the module is loaded.
  *   The dump ends at the newest sample at the time of the request. A SINCE
  *   beyond the newest sample returns no samples and NEXT = newest + 1.
  *   Errors: -ENODEV, -EINVAL.
  *
  * NVS_CMD_GPU_SET
- *   do; CAP_NET_ADMIN (GENL_ADMIN_PERM).
+ *   do; CAP_NET_ADMIN (GENL_ADMIN_PERM). A SAMPLE_HZ or MEM_HZ above the
+ *   module's default (its sample_hz and mem_hz parameters) raises the
+ *   register-read budget and needs CAP_SYS_ADMIN as well (-EPERM).
  *   Request:  NVS_A_GPU_INDEX: u32 (required)
  *             NVS_A_GPU_SAMPLE_HZ: u32 (0..NVS_SAMPLE_HZ_MAX)
  *             NVS_A_GPU_MEM_HZ: u32 (1..NVS_MEM_HZ_MAX)
@@ -121,7 +127,8 @@
  *   IMPORTER nor GPU_INDEX given), -ERANGE (negative fd), -ENODEV (no such
  *   importer or GPU, or it was removed), -EPERM (capabilities, or an
  *   importer without a driver or owned by one that hands it to a guest or
- *   userspace; extack says which).
+ *   userspace; extack says which), -EOPNOTSUPP (the importer's DMA may
+ *   bounce through swiotlb, or it is not DMA-coherent: not probed).
  *
  * NVS_CMD_EVENT (multicast, group "events", never requested; any user may
  * subscribe: it carries nothing that hwmon and sysfs do not show to all)

@@ -146,7 +146,7 @@ _nvsidecar() {
 		for ((i = 2; i < COMP_CWORD; i++)); do
 			case ${COMP_WORDS[i]} in
 			threshold) nargs=2 ;;
-			sample-hz) nargs=1 ;;
+			sample-hz | mem-hz) nargs=1 ;;
 			*) ((nargs > 0)) && ((nargs--)) ;;
 			esac
 		done
@@ -159,7 +159,7 @@ _nvsidecar() {
 			return
 		fi
 		((nargs > 0)) && return
-		opts="sample-hz threshold reset-peaks"
+		opts="sample-hz mem-hz threshold reset-peaks --json"
 		;;
 	libcuda)
 		if ((COMP_CWORD == 2)); then

@@ -103,7 +103,7 @@ done
 
 # --- the module is not loaded on this host --------------------------------
 if [[ -d /sys/module/nvsidecar ]]; then
-	for t in status thermal thermal-json events set record-cleanup; do
+	for t in status thermal thermal-json events set set-json record-cleanup; do
 		t_skip "cli-nomodule-$t" "the nvsidecar module is loaded on this host"
 	done
 else
@@ -112,6 +112,7 @@ else
 	vexpect cli-nomodule-thermal-json 3 "$nomod" thermal --json
 	vexpect cli-nomodule-events 3 "$nomod" events --timeout 1
 	vexpect cli-nomodule-set 3 "$nomod" set 0 reset-peaks
+	vexpect cli-nomodule-set-json 3 '^\{"ok":false,"exit":3,' set 0 mem-hz 2 --json
 	# The temporary file made before the module was asked must be gone.
 	mkdir "$work/rec"
 	vexpect cli-nomodule-record-cleanup 3 "$nomod" thermal --record "$work/rec/x.csv" --duration 1
@@ -135,6 +136,10 @@ expect cli-set-hz-text 2 'Invalid sample rate' set 0 sample-hz fast
 expect cli-set-hz-hex 2 'Invalid sample rate' set 0 sample-hz 0x10
 expect cli-set-hz-missing 2 'Missing value for `sample-hz'"'" set 0 sample-hz
 expect cli-set-hz-twice 2 'sample-hz given twice' set 0 sample-hz 50 sample-hz 60
+expect cli-set-memhz-zero 2 'Invalid memory-sensor rate \(1 to 10\): `0'"'" set 0 mem-hz 0
+expect cli-set-memhz-over-max 2 'Invalid memory-sensor rate' set 0 mem-hz 11
+expect cli-set-memhz-missing 2 'Missing value for `mem-hz'"'" set 0 mem-hz
+expect cli-set-memhz-twice 2 'mem-hz given twice' set 0 mem-hz 1 mem-hz 2
 expect cli-set-thresh-high 2 'Invalid threshold \(-40 to 200' set 0 threshold hotspot 200.001
 expect cli-set-thresh-low 2 'Invalid threshold' set 0 threshold hotspot -41
 expect cli-set-thresh-text 2 'Invalid threshold' set 0 threshold hotspot warm

@@ -14,27 +14,41 @@
 
 static void show_usage(FILE *f, const char *name)
 {
-	fprintf(f, "Usage: %s %s GPU [sample-hz N] [threshold SENSOR C | threshold SENSOR clear]\n"
-		   "       %*s [reset-peaks]\n\n", PROG_NAME, name,
+	fprintf(f, "Usage: %s %s GPU [sample-hz N] [mem-hz N] [threshold SENSOR C | threshold SENSOR clear]\n"
+		   "       %*s [reset-peaks] [--json]\n\n", PROG_NAME, name,
 		(int)(strlen(PROG_NAME) + strlen(name) + 4), "");
 	fprintf(f,
 		"Changes the settings of one GPU (gpuN, N or a PCI bus id), all at once or\n"
-		"nothing. Needs root (CAP_NET_ADMIN).\n\n"
+		"nothing. Needs root (CAP_NET_ADMIN); a rate above the module's default (in\n"
+		"/sys/module/nvsidecar/parameters/) reads more registers and needs\n"
+		"CAP_SYS_ADMIN too.\n\n"
 		"  sample-hz N           samples per second, 0 (read on demand) to %u\n"
+		"  mem-hz N              memory-module passes per second, 1 to %u\n"
 		"  threshold SENSOR C    alarm and event when SENSOR (a label such as hotspot,\n"
 		"                        ch0 or mem3) exceeds C °C (%d to %d, e.g. 95.5)\n"
 		"  threshold SENSOR clear  removes that threshold\n"
-		"  reset-peaks           restarts the peak and low history of every sensor\n\n"
+		"  reset-peaks           restarts the peak and low history of every sensor\n"
+		"  --json                one JSON document: the GPU and what was set\n\n"
 		"Exit codes: 0 success, 1 failure, 2 invalid arguments, 3 the module is\n"
 		"not loaded or no such GPU, 4 permission denied (run as root); nvsidecar(8)\n"
 		"has the table.\n",
-		NVS_SAMPLE_HZ_MAX, NVS_THRESH_MIN_MC / 1000, NVS_THRESH_MAX_MC / 1000);
+		NVS_SAMPLE_HZ_MAX, NVS_MEM_HZ_MAX, NVS_THRESH_MIN_MC / 1000, NVS_THRESH_MAX_MC / 1000);
 }
 
 /* Every argument is checked before the kernel is asked anything. */
-static int parse_args(int argc, const char *argv[], struct nvs_set_req *req, char *msg, size_t msglen)
+static int parse_args(int argc, const char *argv[], struct nvs_set_req *req,
+		      struct nvs_set_ext *ext, char *msg, size_t msglen)
 {
 	memset(req, 0, sizeof(*req));
+	memset(ext, 0, sizeof(*ext));
+	/* The dispatcher has seen --json already (out_set_json). */
+	for (int i = 1; i < argc; ++i) {
+		if (!strcmp(argv[i], "--json")) {
+			memmove(&argv[i], &argv[i + 1], (size_t)(argc - i - 1) * sizeof(*argv));
+			argc--;
+			i--;
+		}
+	}
 	if (argc < 3) {
 		snprintf(msg, msglen, argc < 2 ? "Missing the GPU" : "Nothing to change");
 		return -1;
@@ -55,6 +69,17 @@ static int parse_args(int argc, const char *argv[], struct nvs_set_req *req, cha
 				return -1;
 			}
 			req->set_sample_hz = true;
+		} else if (!strcmp(argv[i], "mem-hz") && i + 1 < argc) {
+			if (ext->set_mem_hz) {
+				snprintf(msg, msglen, "mem-hz given twice");
+				return -1;
+			}
+			if (nvs_parse_u32(argv[++i], 1, NVS_MEM_HZ_MAX, &ext->mem_hz) < 0) {
+				snprintf(msg, msglen, "Invalid memory-sensor rate (1 to %u): `%s'",
+					 NVS_MEM_HZ_MAX, argv[i]);
+				return -1;
+			}
+			ext->set_mem_hz = true;
 		} else if (!strcmp(argv[i], "threshold") && i + 2 < argc) {
 			const char *sensor = argv[++i], *val = argv[++i];
 
@@ -78,7 +103,8 @@ static int parse_args(int argc, const char *argv[], struct nvs_set_req *req, cha
 		} else if (!strcmp(argv[i], "reset-peaks")) {
 			req->reset_peaks = true;
 		} else {
-			snprintf(msg, msglen, !strcmp(argv[i], "sample-hz") || !strcmp(argv[i], "threshold") ?
+			snprintf(msg, msglen, !strcmp(argv[i], "sample-hz") || !strcmp(argv[i], "mem-hz") ||
+				 !strcmp(argv[i], "threshold") ?
 				 "Missing value for `%s'" : "Unknown setting: `%s'", argv[i]);
 			return -1;
 		}
@@ -86,9 +112,33 @@ static int parse_args(int argc, const char *argv[], struct nvs_set_req *req, cha
 	return 0;
 }
 
+/* What was set, for --json; text stays silent on success, like ip(8). */
+static void show(const struct nvs_gpu_info *g, const struct nvs_set_req *req,
+		 const struct nvs_set_ext *ext)
+{
+	out_begin(true);
+	out_uint(OUT_JSON, "gpu", NULL, g->index);
+	out_str(OUT_JSON, "busid", NULL, g->busid);
+	if (req->set_sample_hz)
+		out_uint(OUT_JSON, "sample_hz", NULL, req->sample_hz);
+	if (ext->set_mem_hz)
+		out_uint(OUT_JSON, "mem_hz", NULL, ext->mem_hz);
+	if (req->thresh_sensor) {
+		out_obj(OUT_JSON, "threshold");
+		out_str(OUT_JSON, "sensor", NULL, req->thresh_sensor);
+		if (req->thresh_clear)
+			out_null("max_mc");
+		else
+			out_int(OUT_JSON, "max_mc", NULL, req->thresh_mc);
+		out_obj_end(OUT_JSON);
+	}
+	out_bool(OUT_JSON, "reset_peaks", NULL, req->reset_peaks);
+}
+
 int set_main(int argc, const char *argv[])
 {
 	struct nvs_set_req req;
+	struct nvs_set_ext ext;
 	struct nvs_cli c = { 0 };
 	char msg[256];
 	int ret;
@@ -97,13 +147,13 @@ int set_main(int argc, const char *argv[])
 		show_usage(stdout, argv[0]);
 		return NVS_EX_OK;
 	}
-	if (parse_args(argc, argv, &req, msg, sizeof(msg)) < 0)
+	if (parse_args(argc, argv, &req, &ext, msg, sizeof(msg)) < 0)
 		return out_usage(argv[0], "%s", msg);
 	ret = nvs_cli_open(&c, false, argv[1]);
 	if (ret)
 		goto cleanup;
 	req.gpu = c.sel->index;
-	if (nvs_gpu_set(c.h, &req) < 0) {
+	if (nvs_gpu_set_ext(c.h, &req, &ext) < 0) {
 		int err = errno;
 
 		ret = out_fail(err == EPERM || err == EACCES ? NVS_EX_PERM : NVS_EX_FAIL, "Unable to change gpu%u: %s",
@@ -113,6 +163,11 @@ int set_main(int argc, const char *argv[])
 		goto cleanup;
 	}
 	ret = NVS_EX_OK;
+	if (out_json()) {
+		show(c.sel, &req, &ext);
+		if (out_end() < 0)
+			ret = NVS_EX_FAIL;
+	}
 
 cleanup:
 	nvs_cli_close(&c);

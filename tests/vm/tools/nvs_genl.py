@@ -30,8 +30,9 @@ Usage:
                                      back to back; prints n=N max_ms=X
                                      p50_ms=X p90_ms=X (the latency every libnl
                                      client pays to resolve a family)
-Attribute numbers come from kmod/uapi/nvsidecar.h (kept in step by hand;
-the test that uses a number fails if it moves).
+Command and attribute numbers and the status names come from the YNL
+spec, docs/netlink/nvsidecar.yaml (which scripts/ynl-check keeps in step
+with the uapi header and the kernel's policies), never from numbers here.
 """
 import argparse
 import os
@@ -46,14 +47,55 @@ NLMSG_ERROR, NLMSG_DONE = 2, 3
 GENL_ID_CTRL, CTRL_CMD_GETFAMILY = 0x10, 3
 CTRL_ATTR_FAMILY_ID, CTRL_ATTR_FAMILY_NAME = 1, 2
 
-# enum nvs_cmd / nvs_attr / nvs_sensor_attr (kmod/uapi/nvsidecar.h)
-NVS_CMD_GPU_GET, NVS_CMD_GPU_SET = 1, 2
-A_GPU_INDEX, A_GPU_STATUS, A_GPU_STATUS_REASON, A_GPU_SAMPLE_HZ = 1, 7, 8, 9
-A_GPU_SAMPLES, A_GPU_LAST_SAMPLE_NS = 11, 14
-A_GPU_SENSORS, A_GPU_SENSOR = 16, 17
-A_GPU_MMIO_READS, A_GPU_MEM_HZ = 32, 33
-S_ID, S_LABEL, S_VALID, S_MC, S_ALARM = 1, 2, 3, 4, 8
-STATUS = ["ok", "no-driver", "asleep", "unavailable", "removed"]
+SPEC = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                    "../../../docs/netlink/nvsidecar.yaml")
+
+
+def load_spec(path=SPEC):
+    """Numbers as YNL assigns them: attributes from 1 and operations from 1
+    in list order, enum entries from value-start (0), unless a "value"
+    says otherwise."""
+    # The callers run python3 -S (a fast start under TCG); yaml lives in
+    # site-packages, so turn the site machinery on for this import only.
+    import site
+    site.main()
+    import yaml
+
+    with open(path) as f:
+        spec = yaml.safe_load(f)
+    sets = {}
+    for aset in spec["attribute-sets"]:
+        if "subset-of" in aset:
+            continue
+        val, names = 1, {}
+        for a in aset["attributes"]:
+            val = a.get("value", val)
+            names[a["name"]] = val
+            val += 1
+        sets[aset["name"]] = names
+    ops, val = {}, 1
+    for o in spec["operations"]["list"]:
+        val = o.get("value", val)
+        ops[o["name"]] = val
+        val += 1
+    enums = {}
+    for d in spec.get("definitions", []):
+        if d["type"] == "enum":
+            entries = [e if isinstance(e, str) else e["name"] for e in d["entries"]]
+            enums[d["name"]] = entries
+    return sets, ops, enums
+
+
+_SETS, _OPS, _ENUMS = load_spec()
+NVS_CMD_GPU_GET, NVS_CMD_GPU_SET = _OPS["gpu-get"], _OPS["gpu-set"]
+_G, _S = _SETS["gpu"], _SETS["sensor"]
+A_GPU_INDEX, A_GPU_STATUS = _G["gpu-index"], _G["gpu-status"]
+A_GPU_STATUS_REASON, A_GPU_SAMPLE_HZ = _G["gpu-status-reason"], _G["gpu-sample-hz"]
+A_GPU_SAMPLES, A_GPU_LAST_SAMPLE_NS = _G["gpu-samples"], _G["gpu-last-sample-ns"]
+A_GPU_SENSORS, A_GPU_SENSOR = _G["gpu-sensors"], _G["gpu-sensor"]
+A_GPU_MMIO_READS, A_GPU_MEM_HZ = _G["gpu-mmio-reads"], _G["gpu-mem-hz"]
+S_ID, S_LABEL, S_VALID, S_MC, S_ALARM = (_S[n] for n in ("id", "label", "valid", "mc", "alarm"))
+STATUS = _ENUMS["nvs-status"]
 
 
 def nla(atype, data):

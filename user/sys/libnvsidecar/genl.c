@@ -372,6 +372,8 @@ static struct nla_policy gpu_policy[NVS_A_MAX + 1] = {
 	[NVS_A_DMABUF] = { .type = NLA_NESTED },
 	[NVS_A_EVENT_TYPE] = { .type = NLA_U32 },
 	[NVS_A_EVENT_TS_NS] = { .type = NLA_U64 },
+	[NVS_A_GPU_MMIO_READS] = { .type = NLA_U64 },
+	[NVS_A_GPU_MEM_HZ] = { .type = NLA_U32 },
 };
 
 /* Strings from the kernel end up on terminals: no control characters. */
@@ -544,6 +546,49 @@ int nvs_gpu_get(struct nvs_handle *h, uint32_t index, struct nvs_gpu_info *gpu)
 	return bad_reply(h, ret);
 }
 
+struct budget_reply {
+	struct nvs_gpu_budget b;
+	unsigned int n;
+};
+
+static int parse_budget(struct req *rq, struct nlmsghdr *nlh)
+{
+	struct nlattr *tb[NVS_A_MAX + 1];
+	struct budget_reply *br = rq->arg;
+	struct nvs_gpu_budget *b = &br->b;
+
+	if (br->n++)
+		return -EBADMSG;	/* a do gets one reply */
+	if (genlmsg_parse(nlh, 0, tb, NVS_A_MAX, gpu_policy) < 0 ||
+	    !tb[NVS_A_GPU_INDEX] || !tb[NVS_A_GPU_SAMPLE_HZ])
+		return -EBADMSG;
+	memset(b, 0, sizeof(*b));
+	b->index = nla_get_u32(tb[NVS_A_GPU_INDEX]);
+	b->sample_hz = nla_get_u32(tb[NVS_A_GPU_SAMPLE_HZ]);
+	b->has_mem_hz = tb[NVS_A_GPU_MEM_HZ];
+	if (b->has_mem_hz)
+		b->mem_hz = nla_get_u32(tb[NVS_A_GPU_MEM_HZ]);
+	b->has_mmio_reads = tb[NVS_A_GPU_MMIO_READS];
+	if (b->has_mmio_reads)
+		b->mmio_reads = nla_get_u64(tb[NVS_A_GPU_MMIO_READS]);
+	return 0;
+}
+
+int nvs_gpu_budget_get(struct nvs_handle *h, uint32_t index, struct nvs_gpu_budget *b)
+{
+	struct budget_reply br = { 0 };
+	int ret;
+
+	ret = transact(h, NVS_CMD_GPU_GET, false, put_index, &index, parse_budget, &br);
+	if (!ret && (br.n != 1 || br.b.index != index))
+		ret = set_err(h, EBADMSG, "Expected gpu%u alone in the reply", index);
+	else if (ret == -ENODEV && !h->err[0])
+		set_err(h, ENODEV, "No GPU with index %u", index);
+	if (!ret)
+		*b = br.b;
+	return bad_reply(h, ret);
+}
+
 struct samples_req {
 	uint32_t gpu;
 	uint64_t since;
@@ -670,9 +715,15 @@ void nvs_samples_free(struct nvs_samples *s)
 	memset(s, 0, sizeof(*s));
 }
 
+struct set_args {
+	const struct nvs_set_req *req;
+	const struct nvs_set_ext *ext;
+};
+
 static int put_set(struct nl_msg *msg, const void *arg)
 {
-	const struct nvs_set_req *r = arg;
+	const struct set_args *sa = arg;
+	const struct nvs_set_req *r = sa->req;
 	struct nlattr *nest;
 
 	if (nla_put_u32(msg, NVS_A_GPU_INDEX, r->gpu) < 0)
@@ -690,18 +741,29 @@ static int put_set(struct nl_msg *msg, const void *arg)
 	}
 	if (r->reset_peaks && nla_put_flag(msg, NVS_A_SET_RESET_PEAKS) < 0)
 		return -1;
+	if (sa->ext && sa->ext->set_mem_hz &&
+	    nla_put_u32(msg, NVS_A_GPU_MEM_HZ, sa->ext->mem_hz) < 0)
+		return -1;
 	return 0;
 }
 
-int nvs_gpu_set(struct nvs_handle *h, const struct nvs_set_req *req)
+int nvs_gpu_set_ext(struct nvs_handle *h, const struct nvs_set_req *req,
+		    const struct nvs_set_ext *ext)
 {
-	int ret = transact(h, NVS_CMD_GPU_SET, false, put_set, req, NULL, NULL);
+	struct set_args sa = { .req = req, .ext = ext };
+	int ret = transact(h, NVS_CMD_GPU_SET, false, put_set, &sa, NULL, NULL);
 
+	/* The kernel's extack says which capability (rates need CAP_SYS_ADMIN). */
 	if (ret == -EPERM)
 		set_err(h, EPERM, "Changing settings needs root (CAP_NET_ADMIN)%s%s",
 			h->err[0] && strcmp(h->err, strerror(EPERM)) ? ": " : "",
 			h->err[0] && strcmp(h->err, strerror(EPERM)) ? h->err : "");
 	return ret;
+}
+
+int nvs_gpu_set(struct nvs_handle *h, const struct nvs_set_req *req)
+{
+	return nvs_gpu_set_ext(h, req, NULL);
 }
 
 static struct nla_policy dmabuf_policy[NVS_DMABUF_A_MAX + 1] = {

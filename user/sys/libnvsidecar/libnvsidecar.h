@@ -142,8 +142,43 @@ int nvs_samples_get(struct nvs_handle *h, uint32_t gpu, uint64_t since,
 		    struct nvs_samples *s);
 void nvs_samples_free(struct nvs_samples *s);
 
-/* Needs CAP_NET_ADMIN: -EPERM otherwise. */
+/*
+ * Needs CAP_NET_ADMIN; a sample_hz above the module's default needs
+ * CAP_SYS_ADMIN too (it raises the register-read budget). -EPERM otherwise.
+ */
 int nvs_gpu_set(struct nvs_handle *h, const struct nvs_set_req *req);
+
+/*
+ * Added in LIBNVSIDECAR_1.1. The structs above keep their version 1 size,
+ * so programs built against version 1 keep working; what the module
+ * gained later comes in structs of its own.
+ */
+
+/* The register-read budget of one GPU and what it has spent. */
+struct nvs_gpu_budget {
+	uint32_t index;
+	uint32_t sample_hz;		/* 0: read on demand */
+	bool has_mem_hz;		/* false: a module older than mem_hz */
+	uint32_t mem_hz;		/* memory-sensor passes a second */
+	bool has_mmio_reads;
+	uint64_t mmio_reads;		/* 32-bit register reads so far */
+};
+
+int nvs_gpu_budget_get(struct nvs_handle *h, uint32_t index, struct nvs_gpu_budget *b);
+
+/* Settings of GPU_SET that struct nvs_set_req has no room for. */
+struct nvs_set_ext {
+	bool set_mem_hz;
+	uint32_t mem_hz;		/* 1..NVS_MEM_HZ_MAX */
+};
+
+/*
+ * nvs_gpu_set() with ext's settings in the same request (applied all
+ * together or not at all); ext may be NULL. A mem_hz above the module's
+ * default needs CAP_SYS_ADMIN, like sample_hz.
+ */
+int nvs_gpu_set_ext(struct nvs_handle *h, const struct nvs_set_req *req,
+		    const struct nvs_set_ext *ext);
 
 /*
  * Joins the "events" group (idempotent). nvs_event_recv() waits up to
