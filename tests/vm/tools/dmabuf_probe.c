@@ -8,7 +8,12 @@
  *
  * Usage: dmabuf_probe [--user] [--gpu N] [--importer BDF] [--count N]
  *                     KIND [SIZE]
- *   KIND: udmabuf | heap | pipe | eventfd | memfd | closed | huge
+ *   KIND: udmabuf | heap | nvsexp-iommu | nvsexp-pcie | pipe | eventfd |
+ *         memfd | closed | huge
+ *   nvsexp-*  a range of SIZE bytes at the start of a BAR of --from BDF
+ *             (--bar N, default 2: the simulated GPU's), exported by the
+ *             test module nvsexp (tools/nvsexp/) in one of nv-dmabuf.c's
+ *             two ways: dma_map_resource(), or raw BAR addresses
  *   --user    drop to nobody before opening the netlink socket
  *   --count   probe N times (one fd); prints the last result and a tally
  *             "probes=N done=N enodev=N eperm=N einval=N other=N"
@@ -18,7 +23,8 @@
  *             to this buffer: "attached=N" (-1: buffer not listed)
  * Prints one line per result:
  *   ret=R step=S err=E exporter=X importer=I size=N nents=N mapped=N
- *   seg_min=N seg_max=N verdict=V p2p=P dist=D msg=EXTACK
+ *   seg_min=N seg_max=N verdict=V p2p=P dist=D addr=A moved=M msg=EXTACK
+ * (addr=absent and moved=-1 when the kernel's reply lacks the attribute)
  * R is 0 or the negative errno of the whole request. Exit status 0 when
  * every request got an answer (whatever it said), 1 on a local failure.
  */
@@ -43,13 +49,15 @@
 #include <linux/udmabuf.h>
 
 #include "nvsidecar.h"
+#include "nvsexp/nvsexp.h"
 
 #define BUFSZ 16384
 
 struct result {
 	int ret;
-	uint32_t step, verdict, p2p;
+	uint32_t step, verdict, p2p, addr;
 	int32_t err, dist;
+	int64_t moved;
 	char exporter[64], importer[32], msg[256];
 	uint64_t size, mapped, seg_min, seg_max;
 	uint32_t nents;
@@ -184,6 +192,8 @@ static void reply_cb(struct nlmsghdr *n, void *arg)
 			case NVS_DMABUF_A_VERDICT: r->verdict = u32; break;
 			case NVS_DMABUF_A_P2P: r->p2p = u32; break;
 			case NVS_DMABUF_A_P2P_DISTANCE: r->dist = (int32_t)u32; break;
+			case NVS_DMABUF_A_ADDR: r->addr = u32; break;
+			case NVS_DMABUF_A_MOVED: r->moved = u32; break;
 			}
 		}
 	}
@@ -197,6 +207,8 @@ static void probe(uint16_t fam, int fd, const char *importer, int gpu, struct re
 	int32_t fd32 = fd;
 
 	memset(r, 0, sizeof(*r));
+	r->addr = UINT32_MAX;	/* absent until the reply says */
+	r->moved = -1;
 	snprintf(r->exporter, sizeof(r->exporter), "-");
 	snprintf(r->importer, sizeof(r->importer), "-");
 	n->nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN);
@@ -225,18 +237,46 @@ static void print(const struct result *r)
 {
 	static const char *const verdicts[] = { "unknown", "bar1", "system-ram", "elsewhere", "mixed" };
 	static const char *const p2ps[] = { "unknown", "allowed", "refused", "not-applicable" };
+	static const char *const addrs[] = { "unknown", "direct", "iova", "bus", "untranslated", "mixed" };
 
 	printf("ret=%d step=%u err=%d exporter=%s importer=%s size=%llu nents=%u mapped=%llu "
-	       "seg_min=%llu seg_max=%llu verdict=%s p2p=%s dist=%d msg=%s\n",
+	       "seg_min=%llu seg_max=%llu verdict=%s p2p=%s dist=%d addr=%s moved=%lld msg=%s\n",
 	       r->ret, r->step, r->err, r->exporter, r->importer, (unsigned long long)r->size,
 	       r->nents, (unsigned long long)r->mapped, (unsigned long long)r->seg_min,
 	       (unsigned long long)r->seg_max, name(verdicts, 5, r->verdict),
-	       name(p2ps, 4, r->p2p), r->dist, r->msg[0] ? r->msg : "-");
+	       name(p2ps, 4, r->p2p), r->dist,
+	       r->addr == UINT32_MAX ? "absent" : name(addrs, 6, r->addr), (long long)r->moved,
+	       r->msg[0] ? r->msg : "-");
 }
+
+static const char *from;	/* --from: the device whose BAR nvsexp exports */
+static unsigned int from_bar = 2;
 
 static int make_fd(const char *kind, unsigned long long size)
 {
 	int fd, dev, p[2];
+
+	if (!strncmp(kind, "nvsexp-", 7)) {
+		struct nvsexp_export e = { .bar = from_bar, .size = size };
+
+		if (!strcmp(kind + 7, "iommu"))
+			e.mode = NVSEXP_MODE_IOMMU;
+		else if (!strcmp(kind + 7, "pcie"))
+			e.mode = NVSEXP_MODE_PCIE;
+		else
+			die("nvsexp kinds are nvsexp-iommu and nvsexp-pcie");
+		if (!from || strlen(from) >= sizeof(e.bdf))
+			die("nvsexp-* needs --from BDF");
+		memcpy(e.bdf, from, strlen(from) + 1);
+		dev = open("/dev/nvsexp", O_RDWR | O_CLOEXEC);
+		if (dev < 0)
+			die("/dev/nvsexp (load tools/nvsexp/nvsexp.ko)");
+		fd = ioctl(dev, NVSEXP_EXPORT, &e);
+		if (fd < 0)
+			die("NVSEXP_EXPORT");
+		close(dev);
+		return fd;
+	}
 
 	if (!strcmp(kind, "udmabuf")) {
 		struct udmabuf_create c = { .flags = UDMABUF_FLAGS_CLOEXEC, .size = size };
@@ -347,6 +387,10 @@ int main(int argc, char **argv)
 			importer = argv[++a];
 		else if (!strcmp(argv[a], "--seconds") && a + 1 < argc)
 			seconds = atof(argv[++a]);
+		else if (!strcmp(argv[a], "--from") && a + 1 < argc)
+			from = argv[++a];
+		else if (!strcmp(argv[a], "--bar") && a + 1 < argc)
+			from_bar = (unsigned int)atoi(argv[++a]);
 		else if (!strcmp(argv[a], "--bufinfo") && a + 1 < argc)
 			bufinfo = argv[++a];
 		else if (!strcmp(argv[a], "--count") && a + 1 < argc)
