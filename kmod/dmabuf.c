@@ -638,6 +638,35 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 		ret = -EOPNOTSUPP;
 		goto refused;
 	}
+	/*
+	 * Review N8: without CONFIG_DMABUF_MOVE_NOTIFY (Debian's kernels),
+	 * dma_buf_map_attachment() pins a dynamic exporter's buffer for
+	 * every importer (drivers/dma-buf/dma-buf.c), and a pin may migrate
+	 * it: amdgpu pins into GTT, moving a VRAM buffer to system memory.
+	 * The probe would report where it had itself put the buffer.
+	 */
+	if (dma_buf_is_dynamic(buf) && !IS_ENABLED(CONFIG_DMABUF_MOVE_NOTIFY)) {
+		NL_SET_ERR_MSG(extack, "The exporter is dynamic and this kernel lacks CONFIG_DMABUF_MOVE_NOTIFY: mapping would pin the buffer, which may move it (to system memory for amdgpu); not probed");
+		ret = -EOPNOTSUPP;
+		goto refused;
+	}
+	/*
+	 * Review N7: for a static exporter the core maps inside
+	 * dma_buf_dynamic_attach() under dma_resv_lock(), which cannot be
+	 * interrupted, with the importer's device lock and genetlink's
+	 * cb_lock held here. The fences were waited for above; whoever holds
+	 * the reservation lock now may hold it for long, so the probe does
+	 * not queue behind it. A holder that comes after this check is still
+	 * waited for (the core gives no trylock variant of the attach).
+	 */
+	if (!dma_buf_is_dynamic(buf)) {
+		if (!dma_resv_trylock(buf->resv)) {
+			NL_SET_ERR_MSG(extack, "Someone holds the exporter's reservation lock: probe again");
+			ret = -EBUSY;
+			goto unlock_importer;
+		}
+		dma_resv_unlock(buf->resv);
+	}
 	at = dma_buf_dynamic_attach(buf, &ipdev->dev, &nvs_dmabuf_attach_ops, &imp);
 	if (IS_ERR(at)) {
 		ret = PTR_ERR(at);

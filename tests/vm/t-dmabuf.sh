@@ -167,6 +167,34 @@ else
 	last=$(cat "$(sim_class 0)/dmabuf_last_probe" 2>&1)
 	[[ $last == *" ok exporter=nvsexp "*" verdict=elsewhere p2p="*" addr=$mapped_kind" ]] &&
 		t_pass nvsexp-sysfs-addr || t_fail nvsexp-sysfs-addr "$last"
+	# Review N7: a static exporter is mapped inside the attach, under a
+	# reservation lock the core takes uninterruptibly. With someone
+	# holding that lock (here for 4 s) the probe says EBUSY at step
+	# attach at once instead of waiting, unkillable, for the holder.
+	out=$("$probe" --gpu 0 --hold 4000 --from "$gpu0" nvsexp-iommu 65536 2>&1)
+	ms=$(sed -n 's/^elapsed_ms=//p' <<<"$out")
+	if [[ "$(field ret "$out") $(field step "$out") $(field err "$out")" != "0 1 16" ]]; then
+		t_fail nvsexp-resv-held-ebusy "expected EBUSY (err=16) at step attach (1): ${out:0:300}"
+	elif ((ms >= 4000)); then
+		t_fail nvsexp-resv-held-ebusy "EBUSY only after ${ms} ms: the probe waited for the holder"
+	else
+		t_pass nvsexp-resv-held-ebusy
+	fi
+	# Review N8: mapping a dynamic exporter's buffer pins it when the
+	# kernel lacks CONFIG_DMABUF_MOVE_NOTIFY (Debian's), and a pin may
+	# migrate it. The probe must not pin: it refuses, naming the option,
+	# or (with the option) maps without a pin.
+	pins0=$(cat /sys/module/nvsexp/parameters/pins)
+	out=$("$probe" --gpu 0 --from "$gpu0" nvsexp-dynamic 65536 2>&1)
+	pins1=$(cat /sys/module/nvsexp/parameters/pins)
+	if [[ $pins0 != "$pins1" ]]; then
+		t_fail nvsexp-dynamic-not-pinned "the probe pinned the dynamic exporter's buffer (pins $pins0 -> $pins1): ${out:0:300}"
+	elif [[ $(field ret "$out") == -95 && $out == *CONFIG_DMABUF_MOVE_NOTIFY* ]] ||
+		[[ $(field ret "$out") == 0 && $(field step "$out") == 4 ]]; then
+		t_pass nvsexp-dynamic-not-pinned
+	else
+		t_fail nvsexp-dynamic-not-pinned "${out:0:300}"
+	fi
 	"${_nvs_rmmod[@]}" nvsexp || t_fail dmabuf-nvsexp-unload "rmmod nvsexp failed"
 fi
 if ((have_udmabuf && translating >= 0)); then

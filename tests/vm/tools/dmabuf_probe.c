@@ -13,7 +13,11 @@
  *   nvsexp-*  a range of SIZE bytes at the start of a BAR of --from BDF
  *             (--bar N, default 2: the simulated GPU's), exported by the
  *             test module nvsexp (tools/nvsexp/) in one of nv-dmabuf.c's
- *             two ways: dma_map_resource(), or raw BAR addresses
+ *             two ways: dma_map_resource(), or raw BAR addresses;
+ *             nvsexp-dynamic: mapped, from a dynamic exporter (pins)
+ *   --hold MS  a child holds the buffer's reservation lock for MS ms
+ *             (nvsexp's NVSEXP_HOLD) while the one probe runs; prints
+ *             "elapsed_ms=N" for the probe, then ends the hold
  *   --user    drop to nobody before opening the netlink socket
  *   --count   probe N times (one fd); prints the last result and a tally
  *             "probes=N done=N enodev=N eperm=N einval=N other=N"
@@ -40,7 +44,9 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/dma-heap.h>
@@ -263,6 +269,8 @@ static int make_fd(const char *kind, unsigned long long size)
 			e.mode = NVSEXP_MODE_IOMMU;
 		else if (!strcmp(kind + 7, "pcie"))
 			e.mode = NVSEXP_MODE_PCIE;
+		else if (!strcmp(kind + 7, "dynamic"))
+			e.mode = NVSEXP_MODE_DYNAMIC;
 		else
 			die("nvsexp kinds are nvsexp-iommu and nvsexp-pcie");
 		if (!from || strlen(from) >= sizeof(e.bdf))
@@ -339,6 +347,39 @@ static int make_fd(const char *kind, unsigned long long size)
 	exit(1);
 }
 
+/* A child that holds fd's reservation lock for ms; returns once it does. */
+static pid_t hold(int fd, unsigned int ms)
+{
+	struct nvsexp_hold h = { .fd = fd, .ms = ms };
+	struct timespec tick = { 0, 1000000 };
+	char c = '0';
+	pid_t pid;
+	int dev, i, p;
+
+	dev = open("/dev/nvsexp", O_RDWR | O_CLOEXEC);
+	if (dev < 0)
+		die("/dev/nvsexp (load tools/nvsexp/nvsexp.ko)");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0)
+		_exit(ioctl(dev, NVSEXP_HOLD, &h) ? 1 : 0);
+	close(dev);
+	for (i = 0; i < 10000 && c != '1'; i++) {
+		p = open("/sys/module/nvsexp/parameters/holding", O_RDONLY);
+		if (p < 0 || read(p, &c, 1) != 1)
+			die("/sys/module/nvsexp/parameters/holding");
+		close(p);
+		if (c != '1')
+			nanosleep(&tick, NULL);
+	}
+	if (c != '1') {
+		fprintf(stderr, "dmabuf_probe: the lock holder never took the lock\n");
+		exit(1);
+	}
+	return pid;
+}
+
 /* The "Total N devices attached" of the bufinfo block whose ino is ours. */
 static int attached(const char *path, int fd)
 {
@@ -372,7 +413,8 @@ int main(int argc, char **argv)
 	unsigned long long size = 4096, count = 1, i, ok = 0, enodev = 0, eperm = 0, einval = 0,
 			   fail = 0;
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
-	int gpu = -1, user = 0, one = 1, fd, a;
+	int gpu = -1, user = 0, one = 1, fd, a, hold_ms = 0;
+	pid_t holder = 0;
 	double seconds = 0;
 	struct timespec t0, t1;
 	struct result r;
@@ -387,6 +429,8 @@ int main(int argc, char **argv)
 			importer = argv[++a];
 		else if (!strcmp(argv[a], "--seconds") && a + 1 < argc)
 			seconds = atof(argv[++a]);
+		else if (!strcmp(argv[a], "--hold") && a + 1 < argc)
+			hold_ms = atoi(argv[++a]);
 		else if (!strcmp(argv[a], "--from") && a + 1 < argc)
 			from = argv[++a];
 		else if (!strcmp(argv[a], "--bar") && a + 1 < argc)
@@ -415,6 +459,8 @@ int main(int argc, char **argv)
 	setsockopt(sock, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one));
 	setsockopt(sock, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
 	fam = resolve();
+	if (hold_ms > 0)
+		holder = hold(fd, (unsigned int)hold_ms);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (i = 0; i < count; i++) {
 		if (seconds > 0 && !(i & 15)) {
@@ -435,6 +481,13 @@ int main(int argc, char **argv)
 			fail++;
 	}
 	print(&r);
+	if (holder) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		printf("elapsed_ms=%lld\n", (long long)((t1.tv_sec - t0.tv_sec) * 1000 +
+							 (t1.tv_nsec - t0.tv_nsec) / 1000000));
+		kill(holder, SIGKILL);	/* ends msleep_interruptible() */
+		waitpid(holder, NULL, 0);
+	}
 	if (count > 1)
 		printf("probes=%llu done=%llu enodev=%llu eperm=%llu einval=%llu other=%llu\n", i, ok,
 		       enodev, eperm, einval, fail);

@@ -24,11 +24,20 @@
  *   topology (nv_pci_is_valid_topology_for_direct_pci()); this stand-in
  *   does not, since a test wants the raw address in every topology.
  *
- * Interface: /dev/nvsexp (0600, CAP_SYS_ADMIN), ioctl NVSEXP_EXPORT
- * (nvsexp.h) returns a dma-buf fd for a page-aligned range of one BAR.
+ * Two more behaviours that NVIDIA's exporter does not have, for the
+ * probe's other exporters: NVSEXP_MODE_DYNAMIC is a dynamic exporter
+ * (pin/unpin, like amdgpu), whose pins the parameter "pins" counts; and
+ * NVSEXP_HOLD holds a buffer's reservation lock for a while, as an exporter
+ * busy with the buffer does.
+ *
+ * Interface: /dev/nvsexp (0600, CAP_SYS_ADMIN), ioctls NVSEXP_EXPORT
+ * (returns a dma-buf fd for a page-aligned range of one BAR) and
+ * NVSEXP_HOLD (nvsexp.h).
  */
 #include <linux/dma-buf.h>
+#include <linux/delay.h>
 #include <linux/dma-mapping.h>
+#include <linux/dma-resv.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
@@ -45,6 +54,13 @@ MODULE_IMPORT_NS("DMA_BUF");
 #else
 MODULE_IMPORT_NS(DMA_BUF);
 #endif
+
+static int pins;
+module_param(pins, int, 0444);
+MODULE_PARM_DESC(pins, "pin calls on dynamic buffers so far (read-only)");
+static int holding;
+module_param(holding, int, 0444);
+MODULE_PARM_DESC(holding, "1 while NVSEXP_HOLD holds a reservation lock (read-only)");
 
 struct nvsexp_buf {
 	struct pci_dev *pdev;	/* referenced while the buffer lives */
@@ -69,7 +85,7 @@ static void nvsexp_unmap_entries(struct dma_buf_attachment *at,
 	struct scatterlist *sg;
 	unsigned int i;
 
-	if (mode != NVSEXP_MODE_IOMMU)
+	if (mode == NVSEXP_MODE_PCIE)
 		return;		/* raw addresses: nothing was mapped */
 	for_each_sg(sgt->sgl, sg, n, i)
 		dma_unmap_resource(at->dev, sg_dma_address(sg), sg_dma_len(sg),
@@ -99,7 +115,7 @@ static struct sg_table *nvsexp_map(struct dma_buf_attachment *at,
 		goto free_sgt;
 	for_each_sg(sgt->sgl, sg, n, i) {
 		len = min(seg, b->size - off);
-		if (b->mode == NVSEXP_MODE_IOMMU) {
+		if (b->mode != NVSEXP_MODE_PCIE) {
 			addr = dma_map_resource(at->dev, b->phys + off, len, dir,
 						DMA_ATTR_SKIP_CPU_SYNC);
 			if (dma_mapping_error(at->dev, addr)) {
@@ -149,6 +165,26 @@ static const struct dma_buf_ops nvsexp_ops = {
 	.release = nvsexp_release,
 };
 
+/* Called with the reservation lock held; a real one might migrate here. */
+static int nvsexp_pin(struct dma_buf_attachment *at)
+{
+	WRITE_ONCE(pins, READ_ONCE(pins) + 1);
+	return 0;
+}
+
+static void nvsexp_unpin(struct dma_buf_attachment *at)
+{
+}
+
+static const struct dma_buf_ops nvsexp_dynamic_ops = {
+	.attach = nvsexp_attach,
+	.pin = nvsexp_pin,
+	.unpin = nvsexp_unpin,
+	.map_dma_buf = nvsexp_map,
+	.unmap_dma_buf = nvsexp_unmap,
+	.release = nvsexp_release,
+};
+
 static long nvsexp_export(const struct nvsexp_export *req)
 {
 	DEFINE_DMA_BUF_EXPORT_INFO(info);
@@ -158,7 +194,7 @@ static long nvsexp_export(const struct nvsexp_export *req)
 	u64 blen;
 	int fd;
 
-	if (req->bar >= PCI_STD_NUM_BARS || req->mode > NVSEXP_MODE_PCIE ||
+	if (req->bar >= PCI_STD_NUM_BARS || req->mode > NVSEXP_MODE_DYNAMIC ||
 	    !req->size || !PAGE_ALIGNED(req->size) || !PAGE_ALIGNED(req->offset) ||
 	    strnlen(req->bdf, sizeof(req->bdf)) >= sizeof(req->bdf) ||
 	    sscanf(req->bdf, "%x:%x:%x.%x", &domain, &bus, &dev, &fn) != 4 ||
@@ -183,7 +219,7 @@ static long nvsexp_export(const struct nvsexp_export *req)
 	b->size = req->size;
 	b->mode = req->mode;
 
-	info.ops = &nvsexp_ops;
+	info.ops = req->mode == NVSEXP_MODE_DYNAMIC ? &nvsexp_dynamic_ops : &nvsexp_ops;
 	info.size = req->size;
 	info.flags = O_RDWR;
 	info.priv = b;
@@ -204,17 +240,44 @@ put_dev:
 	return fd;
 }
 
+static long nvsexp_hold(const struct nvsexp_hold *req)
+{
+	struct dma_buf *dmabuf = dma_buf_get(req->fd);
+	int ret;
+
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	ret = dma_resv_lock_interruptible(dmabuf->resv, NULL);
+	if (ret)
+		goto put_buf;
+	WRITE_ONCE(holding, 1);
+	msleep_interruptible(req->ms);
+	WRITE_ONCE(holding, 0);
+	dma_resv_unlock(dmabuf->resv);
+put_buf:
+	dma_buf_put(dmabuf);
+	return ret;
+}
+
 static long nvsexp_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 {
 	struct nvsexp_export req;
+	struct nvsexp_hold hold;
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	if (cmd != NVSEXP_EXPORT)
+	switch (cmd) {
+	case NVSEXP_EXPORT:
+		if (copy_from_user(&req, (void __user *)arg, sizeof(req)))
+			return -EFAULT;
+		return nvsexp_export(&req);
+	case NVSEXP_HOLD:
+		if (copy_from_user(&hold, (void __user *)arg, sizeof(hold)))
+			return -EFAULT;
+		return nvsexp_hold(&hold);
+	default:
 		return -ENOTTY;
-	if (copy_from_user(&req, (void __user *)arg, sizeof(req)))
-		return -EFAULT;
-	return nvsexp_export(&req);
+	}
 }
 
 static const struct file_operations nvsexp_fops = {

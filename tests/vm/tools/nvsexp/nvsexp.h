@@ -13,6 +13,7 @@
 enum nvsexp_mode {
 	NVSEXP_MODE_IOMMU,	/* dma_map_resource() for the importer */
 	NVSEXP_MODE_PCIE,	/* raw BAR addresses, no bus-address mark */
+	NVSEXP_MODE_DYNAMIC,	/* as IOMMU, but a dynamic exporter (pin/unpin) */
 };
 
 struct nvsexp_export {
@@ -25,5 +26,17 @@ struct nvsexp_export {
 
 /* Returns a new dma-buf fd (O_CLOEXEC) for the range. */
 #define NVSEXP_EXPORT _IOW('N', 0x40, struct nvsexp_export)
+
+struct nvsexp_hold {
+	__s32 fd;		/* a dma-buf of the caller */
+	__u32 ms;		/* how long to hold its reservation lock */
+};
+
+/*
+ * Holds the dma-buf's reservation lock for ms (a signal ends it early),
+ * as an exporter busy with the buffer would; the module parameter
+ * "holding" reads 1 meanwhile.
+ */
+#define NVSEXP_HOLD _IOW('N', 0x41, struct nvsexp_hold)
 
 #endif /* NVSEXP_H */
