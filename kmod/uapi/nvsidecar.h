@@ -290,8 +290,8 @@ enum nvs_dmabuf_addr {
 	NVS_DMABUF_ADDR_DIRECT,		/* no translation (no IOMMU, pass-through) */
 	NVS_DMABUF_ADDR_IOVA,		/* IOVAs of the importer's translating domain */
 	NVS_DMABUF_ADDR_BUS,		/* PCI bus addresses marked so (P2PDMA) */
-	NVS_DMABUF_ADDR_UNTRANSLATED,	/* raw BAR1 addresses that bypass the
-					 * importer's translating domain */
+	/* raw BAR1 addresses that bypass the importer's translating domain */
+	NVS_DMABUF_ADDR_UNTRANSLATED,
 	NVS_DMABUF_ADDR_MIXED,		/* some of each */
 	__NVS_DMABUF_ADDR_LAST
 };
