@@ -79,6 +79,15 @@ static const char * const nvs_verdict_names[] = {
 	[NVS_DMABUF_VERDICT_MIXED] = "mixed",
 };
 
+static const char * const nvs_addr_names[] = {
+	[NVS_DMABUF_ADDR_UNKNOWN] = "unknown",
+	[NVS_DMABUF_ADDR_DIRECT] = "direct",
+	[NVS_DMABUF_ADDR_IOVA] = "iova",
+	[NVS_DMABUF_ADDR_BUS] = "bus",
+	[NVS_DMABUF_ADDR_UNTRANSLATED] = "untranslated",
+	[NVS_DMABUF_ADDR_MIXED] = "mixed",
+};
+
 static const char * const nvs_p2p_names[] = {
 	[NVS_P2P_UNKNOWN] = "unknown",
 	[NVS_P2P_ALLOWED] = "allowed",
@@ -201,48 +210,127 @@ static int nvs_classify_phys(u64 phys, u64 len, const struct nvs_bar_window *w)
 	return NVS_RANGE_OTHER;
 }
 
+/* What the walk saw, as bits; nvs_dmabuf_walk() folds them into the uapi. */
+enum {
+	NVS_SAW_DIRECT = BIT(0),
+	NVS_SAW_IOVA = BIT(1),
+	NVS_SAW_BUS = BIT(2),
+	NVS_SAW_UNTRANSLATED = BIT(3),
+};
+
 /*
- * Classifies one DMA segment, adding its bytes to bytes[class].
+ * The walk's state: bytes per range class, address kinds seen, and a run
+ * of physically contiguous pages not yet classified, so that a long
+ * contiguous range costs one region_intersects() (it takes resource_lock)
+ * instead of one per page (review N9).
+ */
+struct nvs_walk {
+	const struct nvs_bar_window *w;
+	u64 bytes[NVS_RANGE_NR];
+	unsigned int saw;
+	unsigned long pages;
+	u64 run_phys;
+	u64 run_len;
+};
+
+static void nvs_walk_flush(struct nvs_walk *wk)
+{
+	if (wk->run_len)
+		wk->bytes[nvs_classify_phys(wk->run_phys, wk->run_len, wk->w)] += wk->run_len;
+	wk->run_len = 0;
+}
+
+static void nvs_walk_add(struct nvs_walk *wk, u64 phys, u64 len)
+{
+	if (wk->run_len && wk->run_phys + wk->run_len == phys) {
+		wk->run_len += len;
+		return;
+	}
+	nvs_walk_flush(wk);
+	wk->run_phys = phys;
+	wk->run_len = len;
+}
+
+/*
+ * Classifies one DMA segment.
  *
  * Without IOMMU translation (no IOMMU, iommu=pt, identity domain) a DMA
  * address is the physical or bus address itself, apart from the memory
- * encryption bit, so it can be compared with BAR1 and with the System RAM
- * resources directly. Behind a translating IOMMU the address is an IOVA:
- * each page is translated back through the importer's domain. That covers
- * dma-iommu mappings; an IOVA the domain cannot resolve counts as
- * "elsewhere". Bounce buffers (swiotlb) are system RAM and reported so.
+ * encryption bit, so it is compared with BAR1 and with the System RAM
+ * resources directly ("direct").
+ *
  * A segment that P2PDMA mapped as a PCI bus address (two devices under one
- * switch, 6.2+) bypasses the IOMMU even behind a paging domain: the walk
- * passes no domain for it, so it is compared with BAR1's bus address.
+ * switch, 6.2+: sg_dma_mark_bus_address(), tested by sg_dma_is_bus_address())
+ * bypasses the IOMMU even behind a paging domain; the walk compares it with
+ * BAR1's bus address ("bus").
+ *
+ * Behind a translating IOMMU (strict or lazy: the domain is the same kind)
+ * an address is normally an IOVA: each page is translated back through the
+ * importer's domain ("iova"); bounce buffers (swiotlb) are system RAM and
+ * reported so. But an exporter may bypass the IOMMU without marking the
+ * segment: NVIDIA's nv-dmabuf.c (open-gpu-kernel-modules,
+ * kernel-open/nvidia/nv-dmabuf.c) sets skip_iommu in nv_dma_buf_attach()
+ * for NV_DMABUF_EXPORT_MAPPING_TYPE_FORCE_PCIE, and nv_dma_buf_map_pfns()
+ * then stores the raw BAR1 address in sg_dma_address() with no
+ * sg_dma_mark_bus_address(). Such a page does not translate (dma-iommu
+ * reserves the host bridge's MMIO windows in every DMA domain,
+ * iova_reserve_pci_windows() in drivers/iommu/dma-iommu.c, so no IOVA of
+ * the importer lies in a BAR behind it). A page that does not translate
+ * and lies in BAR1's CPU or bus window is therefore BAR1, reached
+ * "untranslated"; one that translates is an IOVA whatever its value. What
+ * neither translates nor lies in BAR1 counts as "elsewhere".
+ *
+ * Returns -EINTR when a fatal signal arrived: one segment can span
+ * gigabytes (a BAR1 range, or iommu-dma merging up to the importer's
+ * max_segment_size), and the walk holds the importer's device lock.
  */
-static void nvs_classify_seg(struct iommu_domain *dom, dma_addr_t addr, u64 len,
-			     const struct nvs_bar_window *w, u64 *bytes)
+static int nvs_classify_seg(struct nvs_walk *wk, struct iommu_domain *dom,
+			    bool bus, dma_addr_t addr, u64 len)
 {
-	u64 done = 0, chunk;
-	unsigned long pages = 0;
+	const struct nvs_bar_window *w = wk->w;
+	u64 done = 0, chunk, a;
 	phys_addr_t phys;
 
+	if (bus) {
+		wk->saw |= NVS_SAW_BUS;
+		nvs_walk_add(wk, (u64)addr, len);
+		return 0;
+	}
 	if (!dom) {
-		bytes[nvs_classify_phys(__sme_clr((u64)addr), len, w)] += len;
-		return;
+		wk->saw |= NVS_SAW_DIRECT;
+		nvs_walk_add(wk, __sme_clr((u64)addr), len);
+		return 0;
 	}
 	while (done < len) {
-		chunk = min_t(u64, len - done, PAGE_SIZE - ((addr + done) & ~PAGE_MASK));
-		phys = iommu_iova_to_phys(dom, addr + done);
-		if (phys)
-			bytes[nvs_classify_phys(phys, chunk, w)] += chunk;
-		else
-			bytes[NVS_RANGE_OTHER] += chunk;
+		a = (u64)addr + done;
+		chunk = min_t(u64, len - done, PAGE_SIZE - (a & ~PAGE_MASK));
+		phys = iommu_iova_to_phys(dom, a);
+		if (phys) {
+			wk->saw |= NVS_SAW_IOVA;
+			nvs_walk_add(wk, phys, chunk);
+		} else if (nvs_in_window(a, chunk, w->start, w->len) ||
+			   nvs_in_window(a, chunk, w->bus, w->len)) {
+			wk->saw |= NVS_SAW_UNTRANSLATED;
+			nvs_walk_flush(wk);
+			wk->bytes[NVS_RANGE_BAR1] += chunk;
+		} else {
+			wk->saw |= NVS_SAW_IOVA;	/* an IOVA nothing maps */
+			nvs_walk_flush(wk);
+			wk->bytes[NVS_RANGE_OTHER] += chunk;
+		}
 		done += chunk;
 		/*
-		 * One segment can span gigabytes (iommu-dma merges up to the
-		 * importer's max_segment_size, a BAR1 range is one entry):
-		 * a million pages without a reschedule point would stall the
-		 * CPU on a non-preemptible kernel.
+		 * A million pages without a reschedule point would stall the
+		 * CPU on a non-preemptible kernel, and a killed caller would
+		 * wait for all of them with the importer locked.
 		 */
-		if ((++pages & 1023) == 0)
+		if ((++wk->pages & 1023) == 0) {
+			if (fatal_signal_pending(current))
+				return -EINTR;
 			cond_resched();
+		}
 	}
+	return 0;
 }
 
 static u32 nvs_verdict(const u64 *bytes)
@@ -269,14 +357,34 @@ static u32 nvs_verdict(const u64 *bytes)
 	}
 }
 
-static void nvs_dmabuf_walk(struct sg_table *sgt, struct device *dev,
-			    const struct nvs_bar_window *w,
-			    struct nvs_dmabuf_report *rep)
+static u32 nvs_addr_kind(unsigned int saw)
+{
+	switch (saw) {
+	case 0:
+		return NVS_DMABUF_ADDR_UNKNOWN;
+	case NVS_SAW_DIRECT:
+		return NVS_DMABUF_ADDR_DIRECT;
+	case NVS_SAW_IOVA:
+		return NVS_DMABUF_ADDR_IOVA;
+	case NVS_SAW_BUS:
+		return NVS_DMABUF_ADDR_BUS;
+	case NVS_SAW_UNTRANSLATED:
+		return NVS_DMABUF_ADDR_UNTRANSLATED;
+	default:
+		return NVS_DMABUF_ADDR_MIXED;
+	}
+}
+
+/* 0, or -EINTR when a fatal signal cut the walk short (rep then partial). */
+static int nvs_dmabuf_walk(struct sg_table *sgt, struct device *dev,
+			   const struct nvs_bar_window *w,
+			   struct nvs_dmabuf_report *rep)
 {
 	struct iommu_domain *dom = iommu_get_domain_for_dev(dev);
-	u64 bytes[NVS_RANGE_NR] = {};
+	struct nvs_walk wk = { .w = w };
 	struct scatterlist *sg;
 	unsigned int i;
+	int ret = 0;
 	u64 len;
 
 	if (dom && !(dom->type & __IOMMU_DOMAIN_PAGING))
@@ -289,16 +397,27 @@ static void nvs_dmabuf_walk(struct sg_table *sgt, struct device *dev,
 		rep->mapped += len;
 		rep->seg_min = min(rep->seg_min, len);
 		rep->seg_max = max(rep->seg_max, len);
-		if (len)
-			nvs_classify_seg(compat_sg_dma_is_bus_address(sg) ?
-					 NULL : dom, sg_dma_address(sg), len, w,
-					 bytes);
-		if ((i & 4095) == 4095)
-			cond_resched();	/* 1 GiB of 4 KiB pages is 262144 entries */
+		if (len) {
+			ret = nvs_classify_seg(&wk, dom, compat_sg_dma_is_bus_address(sg),
+					       sg_dma_address(sg), len);
+			if (ret)
+				break;
+		}
+		/* 1 GiB of 4 KiB pages is 262144 entries */
+		if ((i & 4095) == 4095) {
+			if (fatal_signal_pending(current)) {
+				ret = -EINTR;
+				break;
+			}
+			cond_resched();
+		}
 	}
+	nvs_walk_flush(&wk);
 	if (!rep->nents)
 		rep->seg_min = 0;
-	rep->verdict = nvs_verdict(bytes);
+	rep->verdict = nvs_verdict(wk.bytes);
+	rep->addr = nvs_addr_kind(wk.saw);
+	return ret;
 }
 
 /*
@@ -391,18 +510,19 @@ static void nvs_dmabuf_p2p(struct pci_dev *gpu_pdev, struct pci_dev *ipdev,
 }
 
 static void nvs_dmabuf_record(struct nvs_gpu *gpu,
-			      const struct nvs_dmabuf_report *rep, int moved)
+			      const struct nvs_dmabuf_report *rep)
 {
 	time64_t now = ktime_get_real_seconds();
 
 	mutex_lock(&gpu->lock);
 	if (rep->step == NVS_DMABUF_STEP_DONE && !rep->err)
 		scnprintf(gpu->dmabuf_last, sizeof(gpu->dmabuf_last),
-			  "%ptT UTC ok exporter=%s importer=%s size=%llu nents=%u seg=%llu..%llu verdict=%s p2p=%s%s",
+			  "%ptT UTC ok exporter=%s importer=%s size=%llu nents=%u seg=%llu..%llu verdict=%s p2p=%s%s addr=%s",
 			  &now, rep->exporter, rep->importer, rep->size,
 			  rep->nents, rep->seg_min, rep->seg_max,
 			  nvs_verdict_names[rep->verdict],
-			  nvs_p2p_names[rep->p2p], moved ? " moved" : "");
+			  nvs_p2p_names[rep->p2p], rep->moved ? " moved" : "",
+			  nvs_addr_names[rep->addr]);
 	else
 		scnprintf(gpu->dmabuf_last, sizeof(gpu->dmabuf_last),
 			  "%ptT UTC failed step=%s errno=%d exporter=%s importer=%s size=%llu p2p=%s",
@@ -518,6 +638,35 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 		ret = -EOPNOTSUPP;
 		goto refused;
 	}
+	/*
+	 * Review N8: without CONFIG_DMABUF_MOVE_NOTIFY (Debian's kernels),
+	 * dma_buf_map_attachment() pins a dynamic exporter's buffer for
+	 * every importer (drivers/dma-buf/dma-buf.c), and a pin may migrate
+	 * it: amdgpu pins into GTT, moving a VRAM buffer to system memory.
+	 * The probe would report where it had itself put the buffer.
+	 */
+	if (dma_buf_is_dynamic(buf) && !IS_ENABLED(CONFIG_DMABUF_MOVE_NOTIFY)) {
+		NL_SET_ERR_MSG(extack, "The exporter is dynamic and this kernel lacks CONFIG_DMABUF_MOVE_NOTIFY: mapping would pin the buffer, which may move it (to system memory for amdgpu); not probed");
+		ret = -EOPNOTSUPP;
+		goto refused;
+	}
+	/*
+	 * Review N7: for a static exporter the core maps inside
+	 * dma_buf_dynamic_attach() under dma_resv_lock(), which cannot be
+	 * interrupted, with the importer's device lock and genetlink's
+	 * cb_lock held here. The fences were waited for above; whoever holds
+	 * the reservation lock now may hold it for long, so the probe does
+	 * not queue behind it. A holder that comes after this check is still
+	 * waited for (the core gives no trylock variant of the attach).
+	 */
+	if (!dma_buf_is_dynamic(buf)) {
+		if (!dma_resv_trylock(buf->resv)) {
+			NL_SET_ERR_MSG(extack, "Someone holds the exporter's reservation lock: probe again");
+			ret = -EBUSY;
+			goto unlock_importer;
+		}
+		dma_resv_unlock(buf->resv);
+	}
 	at = dma_buf_dynamic_attach(buf, &ipdev->dev, &nvs_dmabuf_attach_ops, &imp);
 	if (IS_ERR(at)) {
 		ret = PTR_ERR(at);
@@ -548,9 +697,13 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 		goto unmap;
 	}
 
-	nvs_dmabuf_walk(sgt, &ipdev->dev, &w, rep);
+	rep->step = NVS_DMABUF_STEP_MAP;
+	ret = nvs_dmabuf_walk(sgt, &ipdev->dev, &w, rep);
+	if (ret) {
+		NL_SET_ERR_MSG(extack, "Killed while classifying the mapping");
+		goto unmap;
+	}
 	rep->step = NVS_DMABUF_STEP_DONE;
-	ret = 0;
 
 unmap:
 	/* not interruptible: the mapping must go before the detach */
@@ -579,8 +732,9 @@ put_gpu:
 out:
 	if (ret)
 		rep->err = -ret;
+	rep->moved = atomic_read(&imp.moved);
 	if (gpu)
-		nvs_dmabuf_record(gpu, rep, atomic_read(&imp.moved));
+		nvs_dmabuf_record(gpu, rep);
 	return ret;
 }
 

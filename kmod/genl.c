@@ -660,7 +660,9 @@ static int nvs_put_dmabuf(struct sk_buff *skb, struct nvs_dmabuf_report *rep)
 	    nla_put_u64_64bit(skb, NVS_DMABUF_A_BAR1_LEN, rep->bar1_len,
 			      NVS_DMABUF_A_PAD) ||
 	    nla_put_u32(skb, NVS_DMABUF_A_P2P, rep->p2p) ||
-	    nla_put_s32(skb, NVS_DMABUF_A_P2P_DISTANCE, rep->p2p_distance)) {
+	    nla_put_s32(skb, NVS_DMABUF_A_P2P_DISTANCE, rep->p2p_distance) ||
+	    nla_put_u32(skb, NVS_DMABUF_A_ADDR, rep->addr) ||
+	    nla_put_u32(skb, NVS_DMABUF_A_MOVED, rep->moved)) {
 		nla_nest_cancel(skb, nest);
 		return -EMSGSIZE;
 	}

@@ -112,7 +112,7 @@ struct nvs_gpu {
 	u64 last_sample_ns;
 	u64 seq;			/* seq of the newest ring entry, 0 = none */
 	struct nvs_sample *ring;	/* NVS_RING_LEN entries */
-	char dmabuf_last[192];		/* one-line summary of the last probe */
+	char dmabuf_last[256];		/* one-line summary of the last probe */
 
 	struct task_struct *sampler;
 	struct device *hwmon;
@@ -230,6 +230,8 @@ struct nvs_dmabuf_report {
 	u64 bar1_len;
 	u32 p2p;			/* enum nvs_p2p_state */
 	s32 p2p_distance;
+	u32 addr;			/* enum nvs_dmabuf_addr */
+	u32 moved;			/* move_notify calls while attached */
 };
 
 /*

@@ -121,6 +121,10 @@
  *       NVS_DMABUF_A_BAR1_LEN: u64
  *       NVS_DMABUF_A_P2P: u32        enum nvs_p2p_state
  *       NVS_DMABUF_A_P2P_DISTANCE: s32
+ *       NVS_DMABUF_A_ADDR: u32       enum nvs_dmabuf_addr: what kind of
+ *                                    addresses the exporter handed out
+ *       NVS_DMABUF_A_MOVED: u32      move_notify calls while attached
+ *                                    (nonzero: the addresses may be stale)
  *   A failure after the fd was resolved still returns the reply (with STEP
  *   and ERRNO) so the caller learns how far it got; earlier failures are
  *   plain errors: -EBADF (not an fd), -EINVAL (not a dma-buf, or neither
@@ -284,6 +288,21 @@ enum nvs_dmabuf_verdict {
 	__NVS_DMABUF_VERDICT_LAST
 };
 
+/*
+ * How the importer would have reached the buffer: the address kind the
+ * exporter put into sg_dma_address(), as the probe classified it.
+ */
+enum nvs_dmabuf_addr {
+	NVS_DMABUF_ADDR_UNKNOWN,	/* not mapped */
+	NVS_DMABUF_ADDR_DIRECT,		/* no translation (no IOMMU, pass-through) */
+	NVS_DMABUF_ADDR_IOVA,		/* IOVAs of the importer's translating domain */
+	NVS_DMABUF_ADDR_BUS,		/* PCI bus addresses marked so (P2PDMA) */
+	/* raw BAR1 addresses that bypass the importer's translating domain */
+	NVS_DMABUF_ADDR_UNTRANSLATED,
+	NVS_DMABUF_ADDR_MIXED,		/* some of each */
+	__NVS_DMABUF_ADDR_LAST
+};
+
 enum nvs_p2p_state {
 	NVS_P2P_UNKNOWN,		/* kernel without CONFIG_PCI_P2PDMA */
 	NVS_P2P_ALLOWED,		/* pci_p2pdma_distance() >= 0 */
@@ -309,6 +328,8 @@ enum nvs_dmabuf_attr {
 	NVS_DMABUF_A_P2P,
 	NVS_DMABUF_A_P2P_DISTANCE,
 	NVS_DMABUF_A_PAD,
+	NVS_DMABUF_A_ADDR,
+	NVS_DMABUF_A_MOVED,
 	__NVS_DMABUF_A_LAST
 };
 #define NVS_DMABUF_A_MAX (__NVS_DMABUF_A_LAST - 1)

@@ -8,7 +8,16 @@
  *
  * Usage: dmabuf_probe [--user] [--gpu N] [--importer BDF] [--count N]
  *                     KIND [SIZE]
- *   KIND: udmabuf | heap | pipe | eventfd | memfd | closed | huge
+ *   KIND: udmabuf | heap | nvsexp-iommu | nvsexp-pcie | pipe | eventfd |
+ *         memfd | closed | huge
+ *   nvsexp-*  a range of SIZE bytes at the start of a BAR of --from BDF
+ *             (--bar N, default 2: the simulated GPU's), exported by the
+ *             test module nvsexp (tools/nvsexp/) in one of nv-dmabuf.c's
+ *             two ways: dma_map_resource(), or raw BAR addresses;
+ *             nvsexp-dynamic: mapped, from a dynamic exporter (pins)
+ *   --hold MS  a child holds the buffer's reservation lock for MS ms
+ *             (nvsexp's NVSEXP_HOLD) while the one probe runs; prints
+ *             "elapsed_ms=N" for the probe, then ends the hold
  *   --user    drop to nobody before opening the netlink socket
  *   --count   probe N times (one fd); prints the last result and a tally
  *             "probes=N done=N enodev=N eperm=N einval=N other=N"
@@ -18,7 +27,8 @@
  *             to this buffer: "attached=N" (-1: buffer not listed)
  * Prints one line per result:
  *   ret=R step=S err=E exporter=X importer=I size=N nents=N mapped=N
- *   seg_min=N seg_max=N verdict=V p2p=P dist=D msg=EXTACK
+ *   seg_min=N seg_max=N verdict=V p2p=P dist=D addr=A moved=M msg=EXTACK
+ * (addr=absent and moved=-1 when the kernel's reply lacks the attribute)
  * R is 0 or the negative errno of the whole request. Exit status 0 when
  * every request got an answer (whatever it said), 1 on a local failure.
  */
@@ -34,7 +44,9 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/dma-heap.h>
@@ -43,13 +55,15 @@
 #include <linux/udmabuf.h>
 
 #include "nvsidecar.h"
+#include "nvsexp/nvsexp.h"
 
 #define BUFSZ 16384
 
 struct result {
 	int ret;
-	uint32_t step, verdict, p2p;
+	uint32_t step, verdict, p2p, addr;
 	int32_t err, dist;
+	int64_t moved;
 	char exporter[64], importer[32], msg[256];
 	uint64_t size, mapped, seg_min, seg_max;
 	uint32_t nents;
@@ -184,6 +198,8 @@ static void reply_cb(struct nlmsghdr *n, void *arg)
 			case NVS_DMABUF_A_VERDICT: r->verdict = u32; break;
 			case NVS_DMABUF_A_P2P: r->p2p = u32; break;
 			case NVS_DMABUF_A_P2P_DISTANCE: r->dist = (int32_t)u32; break;
+			case NVS_DMABUF_A_ADDR: r->addr = u32; break;
+			case NVS_DMABUF_A_MOVED: r->moved = u32; break;
 			}
 		}
 	}
@@ -197,6 +213,8 @@ static void probe(uint16_t fam, int fd, const char *importer, int gpu, struct re
 	int32_t fd32 = fd;
 
 	memset(r, 0, sizeof(*r));
+	r->addr = UINT32_MAX;	/* absent until the reply says */
+	r->moved = -1;
 	snprintf(r->exporter, sizeof(r->exporter), "-");
 	snprintf(r->importer, sizeof(r->importer), "-");
 	n->nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN);
@@ -225,18 +243,48 @@ static void print(const struct result *r)
 {
 	static const char *const verdicts[] = { "unknown", "bar1", "system-ram", "elsewhere", "mixed" };
 	static const char *const p2ps[] = { "unknown", "allowed", "refused", "not-applicable" };
+	static const char *const addrs[] = { "unknown", "direct", "iova", "bus", "untranslated", "mixed" };
 
 	printf("ret=%d step=%u err=%d exporter=%s importer=%s size=%llu nents=%u mapped=%llu "
-	       "seg_min=%llu seg_max=%llu verdict=%s p2p=%s dist=%d msg=%s\n",
+	       "seg_min=%llu seg_max=%llu verdict=%s p2p=%s dist=%d addr=%s moved=%lld msg=%s\n",
 	       r->ret, r->step, r->err, r->exporter, r->importer, (unsigned long long)r->size,
 	       r->nents, (unsigned long long)r->mapped, (unsigned long long)r->seg_min,
 	       (unsigned long long)r->seg_max, name(verdicts, 5, r->verdict),
-	       name(p2ps, 4, r->p2p), r->dist, r->msg[0] ? r->msg : "-");
+	       name(p2ps, 4, r->p2p), r->dist,
+	       r->addr == UINT32_MAX ? "absent" : name(addrs, 6, r->addr), (long long)r->moved,
+	       r->msg[0] ? r->msg : "-");
 }
+
+static const char *from;	/* --from: the device whose BAR nvsexp exports */
+static unsigned int from_bar = 2;
 
 static int make_fd(const char *kind, unsigned long long size)
 {
 	int fd, dev, p[2];
+
+	if (!strncmp(kind, "nvsexp-", 7)) {
+		struct nvsexp_export e = { .bar = from_bar, .size = size };
+
+		if (!strcmp(kind + 7, "iommu"))
+			e.mode = NVSEXP_MODE_IOMMU;
+		else if (!strcmp(kind + 7, "pcie"))
+			e.mode = NVSEXP_MODE_PCIE;
+		else if (!strcmp(kind + 7, "dynamic"))
+			e.mode = NVSEXP_MODE_DYNAMIC;
+		else
+			die("nvsexp kinds are nvsexp-iommu and nvsexp-pcie");
+		if (!from || strlen(from) >= sizeof(e.bdf))
+			die("nvsexp-* needs --from BDF");
+		memcpy(e.bdf, from, strlen(from) + 1);
+		dev = open("/dev/nvsexp", O_RDWR | O_CLOEXEC);
+		if (dev < 0)
+			die("/dev/nvsexp (load tools/nvsexp/nvsexp.ko)");
+		fd = ioctl(dev, NVSEXP_EXPORT, &e);
+		if (fd < 0)
+			die("NVSEXP_EXPORT");
+		close(dev);
+		return fd;
+	}
 
 	if (!strcmp(kind, "udmabuf")) {
 		struct udmabuf_create c = { .flags = UDMABUF_FLAGS_CLOEXEC, .size = size };
@@ -299,6 +347,39 @@ static int make_fd(const char *kind, unsigned long long size)
 	exit(1);
 }
 
+/* A child that holds fd's reservation lock for ms; returns once it does. */
+static pid_t hold(int fd, unsigned int ms)
+{
+	struct nvsexp_hold h = { .fd = fd, .ms = ms };
+	struct timespec tick = { 0, 1000000 };
+	char c = '0';
+	pid_t pid;
+	int dev, i, p;
+
+	dev = open("/dev/nvsexp", O_RDWR | O_CLOEXEC);
+	if (dev < 0)
+		die("/dev/nvsexp (load tools/nvsexp/nvsexp.ko)");
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (pid == 0)
+		_exit(ioctl(dev, NVSEXP_HOLD, &h) ? 1 : 0);
+	close(dev);
+	for (i = 0; i < 10000 && c != '1'; i++) {
+		p = open("/sys/module/nvsexp/parameters/holding", O_RDONLY);
+		if (p < 0 || read(p, &c, 1) != 1)
+			die("/sys/module/nvsexp/parameters/holding");
+		close(p);
+		if (c != '1')
+			nanosleep(&tick, NULL);
+	}
+	if (c != '1') {
+		fprintf(stderr, "dmabuf_probe: the lock holder never took the lock\n");
+		exit(1);
+	}
+	return pid;
+}
+
 /* The "Total N devices attached" of the bufinfo block whose ino is ours. */
 static int attached(const char *path, int fd)
 {
@@ -332,7 +413,8 @@ int main(int argc, char **argv)
 	unsigned long long size = 4096, count = 1, i, ok = 0, enodev = 0, eperm = 0, einval = 0,
 			   fail = 0;
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
-	int gpu = -1, user = 0, one = 1, fd, a;
+	int gpu = -1, user = 0, one = 1, fd, a, hold_ms = 0;
+	pid_t holder = 0;
 	double seconds = 0;
 	struct timespec t0, t1;
 	struct result r;
@@ -347,6 +429,12 @@ int main(int argc, char **argv)
 			importer = argv[++a];
 		else if (!strcmp(argv[a], "--seconds") && a + 1 < argc)
 			seconds = atof(argv[++a]);
+		else if (!strcmp(argv[a], "--hold") && a + 1 < argc)
+			hold_ms = atoi(argv[++a]);
+		else if (!strcmp(argv[a], "--from") && a + 1 < argc)
+			from = argv[++a];
+		else if (!strcmp(argv[a], "--bar") && a + 1 < argc)
+			from_bar = (unsigned int)atoi(argv[++a]);
 		else if (!strcmp(argv[a], "--bufinfo") && a + 1 < argc)
 			bufinfo = argv[++a];
 		else if (!strcmp(argv[a], "--count") && a + 1 < argc)
@@ -371,6 +459,8 @@ int main(int argc, char **argv)
 	setsockopt(sock, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one));
 	setsockopt(sock, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
 	fam = resolve();
+	if (hold_ms > 0)
+		holder = hold(fd, (unsigned int)hold_ms);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (i = 0; i < count; i++) {
 		if (seconds > 0 && !(i & 15)) {
@@ -391,6 +481,13 @@ int main(int argc, char **argv)
 			fail++;
 	}
 	print(&r);
+	if (holder) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		printf("elapsed_ms=%lld\n", (long long)((t1.tv_sec - t0.tv_sec) * 1000 +
+							 (t1.tv_nsec - t0.tv_nsec) / 1000000));
+		kill(holder, SIGKILL);	/* ends msleep_interruptible() */
+		waitpid(holder, NULL, 0);
+	}
 	if (count > 1)
 		printf("probes=%llu done=%llu enodev=%llu eperm=%llu einval=%llu other=%llu\n", i, ok,
 		       enodev, eperm, einval, fail);
