@@ -138,7 +138,7 @@ _nvsidecar() {
 		;;
 	set)
 		if ((COMP_CWORD == 2)); then
-			_nvsidecar_reply "$(_nvsidecar_gpus) --help"
+			_nvsidecar_reply "$(_nvsidecar_gpus) --help --json"
 			return
 		fi
 		# Where are we in "threshold SENSOR C"?
