@@ -93,8 +93,11 @@ def main():
                    f'instance="node:9100",job="node",label="hotspot",sensor="{sensor_of(chip, "hotspot")}"}}')
             out += [f"          - labels: {q(lab)}", f"            value: {float(hot[chip]) - float(d):g}"]
     with open(a.rules, encoding="utf-8") as f:
-        desc = [r for g in yaml.safe_load(f)["groups"] for r in g["rules"]
-                if r.get("alert") == "NvsidecarGpuHotspotHigh"][0]["annotations"]["description"]
+        ann = [r for g in yaml.safe_load(f)["groups"] for r in g["rules"]
+               if r.get("alert") == "NvsidecarGpuHotspotHigh"][0]["annotations"]
+    # every annotation but the templated summary is a constant of the rule
+    # (description, runbook_url): expect it exactly as the rules file has it
+    fixed = sorted((k, v) for k, v in ann.items() if k != "summary")
     out += ["    alert_rule_test:", "      - eval_time: 3m", "        alertname: NvsidecarGpuHotspotHigh"]
     if not a.alert_hot:
         out.append("        exp_alerts: []")
@@ -106,7 +109,7 @@ def main():
                     f"              sensor: {sensor_of(chip, 'hotspot')}", "              label: hotspot",
                     "            exp_annotations:",
                     f"              summary: {q(f'GPU hotspot {float(hot[chip]):.1f} °C on node:9100 ({chip})')}",
-                    f"              description: {json.dumps(desc, ensure_ascii=False)}"]
+                    ] + [f"              {k}: {json.dumps(v, ensure_ascii=False)}" for k, v in fixed]
     with open(a.out, "w", encoding="utf-8") as f:
         f.write("\n".join(out) + "\n")
     return 0
