@@ -145,9 +145,12 @@ static int nvs_parse_hex(const char **s, unsigned int min, unsigned int max,
 }
 
 /*
- * "DDDD:BB:DD.F" as pci_name() prints it (the domain may have up to 8
- * digits on hosts with VMD), or "BB:DD.F" for domain 0. Nothing else:
- * no spaces, signs, prefixes or trailing characters.
+ * "DDDD:BB:DD.F" as pci_name() prints it, or "BB:DD.F" for domain 0.
+ * Nothing else: no spaces, signs, prefixes or trailing characters. The
+ * domain takes 4 to 7 digits: what fits NVS_BUSID_LEN with its NUL, the
+ * length the netlink policy allows, so the two refuse the same strings.
+ * Real domains fit (VMD numbers its domains from 0x10000); CUDA's
+ * zero-padded "00000000:..." is renamed to pci_name()'s form by the CLI.
  */
 static int nvs_parse_busid(const char *id, u32 *domain, u32 *bus, u32 *devfn)
 {
@@ -155,7 +158,7 @@ static int nvs_parse_busid(const char *id, u32 *domain, u32 *bus, u32 *devfn)
 	u32 a, b, dev, fn;
 	long first;
 
-	if (nvs_parse_hex(&s, 2, 8, ':', &a))
+	if (nvs_parse_hex(&s, 2, NVS_BUSID_LEN - sizeof(":BB:DD.F"), ':', &a))
 		return -EINVAL;
 	first = s - id - 1;	/* digits before the first colon */
 	if (nvs_parse_hex(&s, 2, 2, ':', &b) == 0) {

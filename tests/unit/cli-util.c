@@ -229,6 +229,20 @@ static void busid_cases(void)
 	CHECK(!nvs_same_busid("0001:0a:00.0", "0000:0a:00.0"), "same_busid other domain");
 	CHECK(!nvs_same_busid("0000:0a:00.0 junk", "0000:0a:00.0"), "same_busid trailing junk");
 	CHECK(!nvs_same_busid("", ""), "same_busid empty");
+	/* what reaches the module: the kernel's name, whatever form came in */
+	{
+		struct nvs_busid b = { 0 };
+		char nm[16];
+
+		CHECK(!nvs_busid_parse("00000000:0A:1f.7", &b) && !nvs_busid_name(&b, nm, sizeof(nm)) &&
+		      !strcmp(nm, "0000:0a:1f.7"), "busid_name(cuda form) = \"%s\"", nm);
+		CHECK(!nvs_busid_parse("0a:00.0", &b) && !nvs_busid_name(&b, nm, sizeof(nm)) &&
+		      !strcmp(nm, "0000:0a:00.0"), "busid_name(short form) = \"%s\"", nm);
+		CHECK(!nvs_busid_parse("1234567:ff:00.1", &b) && !nvs_busid_name(&b, nm, sizeof(nm)) &&
+		      !strcmp(nm, "1234567:ff:00.1"), "busid_name(7-digit domain) = \"%s\"", nm);
+		CHECK(!nvs_busid_parse("12345678:ff:00.1", &b) &&
+		      nvs_busid_name(&b, nm, sizeof(nm)) == -ENAMETOOLONG, "busid_name(8 digits) fits 16 bytes");
+	}
 }
 
 /* One reader per setting: empty is unset everywhere. */

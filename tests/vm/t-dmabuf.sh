@@ -229,6 +229,12 @@ done
 # --- bad importers ----------------------------------------------------------
 out=$("$probe" --importer 0000:7f:1f.7 pipe 2>&1)
 expect importer-nonexistent "$out" ret=-19 msg=No
+# the policy (15 characters) and the parser agree (review N21): a 7-digit
+# domain parses and is looked up; an 8-digit one is refused before that
+out=$("$probe" --importer 1234567:7f:1f.7 pipe 2>&1)
+expect importer-domain-7-digits "$out" ret=-19
+out=$("$probe" --importer 12345678:7f:1f.7 pipe 2>&1)
+expect importer-domain-8-digits "$out" ret=-22
 for bad in "${badids[@]}"; do
 	out=$("$probe" --importer "$bad" pipe 2>&1)
 	if [[ $(field ret "$out") == -22 ]] && grep -q 'PCI bus id' <<<"$out"; then
@@ -273,6 +279,12 @@ if ((have_udmabuf)); then
 	[[ ${#f[@]} == 15 && ${f[0]} == udmabuf && ${f[2]} == "$gpu1" && ${f[3]} == 8192 && ${f[4]} =~ ^[12]$ &&
 		${f[11]} == not-applicable && ${f[13]} == done ]] &&
 		t_pass cli-dump || t_fail cli-dump "$dump"
+	# CUDA's zero-padded form (16 characters) reaches the module as
+	# pci_name() writes it, which its 15-character policy takes (review N21)
+	dump=$("$NVS_BIN" dmabuf probe --importer "0000${gpu1^^}" --source udmabuf --size 8K --dump 2>&1)
+	IFS=$'\t' read -ra f <<<"$dump"
+	[[ ${#f[@]} == 15 && ${f[2]} == "$gpu1" && ${f[13]} == done ]] &&
+		t_pass cli-importer-cuda-form || t_fail cli-importer-cuda-form "$dump"
 	last=$(cat "$(sim_class 0)/dmabuf_last_probe" 2>&1)
 	[[ $last =~ \ ok\ exporter=udmabuf\ importer=$gpu0\ size=65536\ nents=([0-9]+)\  && ${BASH_REMATCH[1]} -ge 1 &&
 		${BASH_REMATCH[1]} -le 16 && $last == *"verdict=system-ram"* ]] &&

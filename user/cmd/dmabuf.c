@@ -35,6 +35,7 @@ struct opts {
 	enum source source;
 	const char *gpu_arg;
 	const char *importer;
+	char importer_name[NVS_BUSID_LEN];	/* what the module is sent */
 	const char *lib;
 	uint64_t size;
 	int fd;
@@ -223,9 +224,15 @@ static int parse_args(int argc, const char *argv[], struct opts *o)
 				return out_usage(u, "Invalid --gpu (gpuN, N or a PCI bus id such as 0000:01:00.0): `%s'", v);
 			o->gpu_arg = v;
 		} else if (!strcmp(a, "--importer")) {
-			if (!nvs_bdf_ok(v))
+			struct nvs_busid b;
+
+			if (nvs_busid_parse(v, &b))
 				return out_usage(u, "Invalid --importer (a PCI bus id such as 0000:41:00.0): `%s'", v);
-			o->importer = v;
+			/* CUDA's "00000000:41:00.0" as the kernel names it */
+			if (nvs_busid_name(&b, o->importer_name, sizeof(o->importer_name)))
+				return out_usage(u, "Invalid --importer: PCI domain %x is out of range: `%s'",
+						 b.domain, v);
+			o->importer = o->importer_name;
 		} else if (!strcmp(a, "--lib")) {
 			if (!*v)
 				return out_usage(u, "Empty value for `--lib'");

@@ -6,6 +6,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "lib/busid.h"
@@ -75,6 +76,13 @@ bool nvs_bdf_ok(const char *s)
 	struct nvs_busid b;
 
 	return !nvs_busid_parse(s, &b);
+}
+
+int nvs_busid_name(const struct nvs_busid *b, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%04x:%02x:%02x.%x", b->domain, b->bus, b->dev, b->fn);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
 bool nvs_same_busid(const char *a, const char *b)
