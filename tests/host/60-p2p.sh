@@ -137,11 +137,21 @@ assert "16 GT/s x4, 7.9 GB/s" in c["what"] and "13.17 GB/s" in c["why"] and "CPU
 assert ("slot-chipset", "0000:01:00.0") not in f, f.keys()
 assert [x["id"] for x in d["findings"]] == ["slot-chipset"], f.keys()
 assert d["pairs"][0]["class"] == "PHB"
+s = {x["bdf"]: (x["slot"], x["slot_bridge"]) for x in d["devices"]}
+assert s == {"0000:01:00.0": ("cpu", None), "0000:04:00.0": ("chipset", "0000:02:00.0")}, s
 '
 run topo --pci-dump "$topo/intel-pch.dump"
 check topo-slot-intel-pch 1 '
 assert "0000:02:00.0 [slot-chipset] GPU sits behind the chipset (0000:00:1c.0 PCH root port)" in out, out
 assert "0000:01:00.0 [slot-chipset]" not in out and "why:" in out
+dev = out.split("\n\nGPU")
+assert "slot      cpu (CPU lanes)" in dev[1] and "0000:01:00.0" in dev[1], dev
+assert "slot      chipset (behind 0000:00:1c.0, PCH root port)" in dev[2] and "0000:02:00.0" in dev[2], dev
+'
+run topo --pci-dump "$topo/intel-pch.dump" --dump
+check topo-slot-tsv 1 '
+dev = {r[2]: r[14:] for r in (l.split("\t") for l in out.splitlines()) if r[0] == "dev"}
+assert dev == {"0000:01:00.0": ["cpu", "-"], "0000:02:00.0": ["chipset", "0000:00:1c.0"]}, dev
 '
 # alone in the PCH slot: no peer to slow down, a note and exit 0
 awk 'BEGIN { RS = ""; ORS = "\n\n" } /^(00:00.0|00:1c.0|02:00.0) /' "$topo/intel-pch.dump" >"$work/pch1.dump"

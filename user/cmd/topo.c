@@ -65,7 +65,8 @@ static const char *const kparams[] = { "iommu", "intel_iommu", "amd_iommu", "pci
 static void show_device(const struct nvs_pci *p, size_t i, char (*lab)[8])
 {
 	const struct nvs_pci_dev *d = &p->devs[i];
-	int bar = nvs_topo_aperture_bar(d), guard = 64;
+	int bar = nvs_topo_aperture_bar(d), guard = 64, via;
+	enum nvs_slot slot;
 	uint64_t cur = bar >= 0 ? nvs_topo_aperture_size(d, bar) : 0, vram = nvs_gpu_vram(d->vendor, d->device);
 	char buf[64], b2[32];
 
@@ -122,6 +123,18 @@ static void show_device(const struct nvs_pci *p, size_t i, char (*lab)[8])
 	if (vram)
 		out_uint(OUT_JSON, "vram", NULL, vram);
 	out_obj_end(OUT_JSON);
+
+	slot = nvs_topo_slot(p, (int)i, &via);
+	out_str(OUT_ANY, "slot", "  slot      %s", nvs_topo_slot_str(slot));
+	out_str(OUT_JSON, "slot_bridge", NULL, via >= 0 ? p->devs[via].bdf : NULL);
+	if (via >= 0)
+		out_text(" (behind %s, %s)", p->devs[via].bdf,
+			 p->devs[via].vendor == 0x8086 ? "PCH root port" : "chipset switch");
+	else if (slot == NVS_SLOT_CPU)
+		out_text(" (CPU lanes)");
+	else
+		out_text(" (no root port above it)");
+	out_text("\n");
 
 	out_int(OUT_ANY, "numa_node", "  placement NUMA node %lld", d->numa_node);
 	out_int(OUT_ANY, "iommu_group", ", IOMMU group %lld", d->iommu_group);
