@@ -115,7 +115,7 @@ assert p["message"].startswith("kernel 6.8.0-90-generic: Kernels from 6.4 on"), 
 assert "https://github.com/ROCm/rccl/pull/1328" in p["fix"] and "dma-buf" in p["fix"], p
 assert l["message"].startswith("libcuda 615.71.09: "), l
 assert "https://github.com/Duanyll/" in l["fix"], l
-assert k["result"] == "OK" and k["message"].startswith("2 of 2 known issues apply") and "docs/known-issues.md" in k["message"], k
+assert k["result"] == "OK" and k["message"].startswith("2 of 3 known issues apply") and "docs/known-issues.md" in k["message"], k
 ' "$work/m.json"; then
 	t_pass known-shipped-match
 else
@@ -135,6 +135,43 @@ for n in n1 n2 n3; do
 	[[ -z $got ]] || miss+=" $n:$got"
 done
 [[ -z $miss ]] && t_pass known-shipped-no-match || t_fail known-shipped-no-match "rows matched:$miss"
+
+# p2p-static-bar1: two GB20x GPUs (the dump's) on the open driver without both
+# overrides match, one key alone too; one GB20x, both keys set or the
+# proprietary driver do not
+sb() { # NAME DUMP VERSION_LINE REGISTRYDWORDS
+	node "$work/$1" 6.12.0 "nvidia" 0 "$4"
+	echo "$3" >"$work/$1-version"
+	NVS_DOCTOR_ROOT=$work/$1 NVS_NVIDIA_VERSION_FILE=$work/$1-version NVSIDECAR_DATADIR=$top/scripts/nvsidecar \
+		run "$1" --lib "$work/cuda590/libcuda.so.590.48.01" --pci-dump "$top/tests/topo/$2"
+}
+sb s 5090-clean.dump "$(open_line 610.43.03)" ""
+sb s-half 5090-clean.dump "$(open_line 610.43.03)" "RMForceStaticBar1=1"
+got="$(known s) $(known s-half)"
+want="p2p-static-bar1=WARN p2p-static-bar1=WARN"
+if [[ $got == "$want" ]] && "$py" -c '
+import json, sys
+d = {c["name"]: c for c in json.load(open(sys.argv[1]))["checks"]}
+s = d["known-p2p-static-bar1"]
+assert s["message"].startswith("driver 610.43.03: ") and "ncclCommInitRank" in s["message"], s
+assert s["message"].endswith("(GB20x GPUs here: 0000:03:00.0, 0000:04:00.0)"), s
+assert "RMForceStaticBar1=1;PeerMappingOverride=1" in s["fix"] and "/etc/modprobe.d/" in s["fix"], s
+for u in ("issues/873", "pull/875", "pull/880"):
+    assert "https://github.com/noonghunna/club-3090/" + u in s["fix"], (u, s)
+' "$work/s.json"; then
+	t_pass known-static-bar1-match
+else
+	t_fail known-static-bar1-match "got '$got', want '$want'"
+fi
+sb s-one 5090-rebar256.dump "$(open_line 610.43.03)" ""
+sb s-keys 5090-clean.dump "$(open_line 610.43.03)" "RMForceStaticBar1=1;PeerMappingOverride=1"
+sb s-prop 5090-clean.dump "$(prop_line 610.43.03)" ""
+miss=
+for n in s-one s-keys s-prop; do
+	got=$(known "$n")
+	[[ -z $got ]] || miss+=" $n:$got"
+done
+[[ -z $miss ]] && t_pass known-static-bar1-no-match || t_fail known-static-bar1-no-match "rows matched:$miss"
 
 # --- the version readers and predicates, through a test table ------------------
 mkdir -p "$work/data"
@@ -197,6 +234,26 @@ assert any(e.startswith(path + ":12: 9 tab-separated columns") for e in errs), e
 assert len(errs) == 3, errs
 ' "$work/ra.json" "$work/data/known-issues.tsv" 2>"$work/err" && t_pass known-table-bad-rows ||
 	t_fail known-table-bad-rows "$(tail -1 "$work/err")"
+
+# gpus: names a family it knows and needs a comparison and a count
+mkdir -p "$work/data-g"
+{
+	tab g-family - '*' 'gpus:gb99>=2' WARN 'c' 'f' https://example.org/g
+	tab g-count - '*' 'flavour:open & gpus:gb20x' WARN 'c' 'f' https://example.org/g
+	tab g-ok - '*' 'gpus:gb20x=2 & gpus:nvidia>=2 & !gpus:gb20x<2' WARN 'c' 'f' https://example.org/g
+} >"$work/data-g/known-issues.tsv"
+NVS_DOCTOR_ROOT=$work/s NVS_NVIDIA_VERSION_FILE=$work/s-version NVSIDECAR_DATADIR=$work/data-g \
+	run g --lib "$work/cuda590/libcuda.so.590.48.01" --pci-dump "$top/tests/topo/5090-clean.dump"
+"$py" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+errs = [c["message"] for c in d["checks"] if c["name"] == "known-issues-table"]
+path = sys.argv[2]
+assert errs == [path + ":1: condition: gpus:gb99 names no GPU family; known: gb20x, nvidia",
+                path + ":2: condition: gpus:gb20x needs >=, <=, >, < or = and a count, e.g. gpus:gb20x>=2"], errs
+assert [c["name"] for c in d["checks"] if c["name"].startswith("known-g")] == ["known-g-ok"]
+' "$work/g.json" "$work/data-g/known-issues.tsv" 2>"$work/err" && t_pass known-table-gpus ||
+	t_fail known-table-gpus "$(tail -1 "$work/err")"
 
 # no table at all: a SKIP that says where it looked, not a failure
 NVS_DOCTOR_ROOT=$work/rb NVS_NVIDIA_VERSION_FILE=$work/none NVSIDECAR_DATADIR=$work/nowhere run none

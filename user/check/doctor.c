@@ -346,6 +346,7 @@ static void check_topology(struct nvs_checks *c, const char *dump, const struct 
 	char err[512], name[96];
 	size_t gpus = 0, limited = 0, warns;
 
+	c->pci_gpus = c->pci_gb20x = -1;
 	if (nvs_pci_scan(&p, dump, ids, nids, err, sizeof(err))) {
 		add(c, CK_FAIL, "topology", "topo-scan", "%s", err);
 		fix(c, dump ? "Pass a readable `lspci -xxxx' dump to --pci-dump" :
@@ -356,10 +357,19 @@ static void check_topology(struct nvs_checks *c, const char *dump, const struct 
 		add(c, CK_FAIL, "topology", "topo-scan", "Unable to analyse the topology: %s", strerror(ENOMEM));
 		goto out;
 	}
+	c->pci_gb20x = 0;
 	for (size_t i = 0; i < p.n; ++i) {
-		gpus += p.devs[i].role == NVS_ROLE_GPU;
-		limited += p.devs[i].role != NVS_ROLE_OTHER && p.devs[i].cfg_len <= 64;
+		const struct nvs_pci_dev *d = &p.devs[i];
+		size_t l = strlen(c->gb20x_busids);
+
+		gpus += d->role == NVS_ROLE_GPU;
+		limited += d->role != NVS_ROLE_OTHER && d->cfg_len <= 64;
+		if (d->role != NVS_ROLE_GPU || !nvs_gpu_gb20x(d->vendor, d->device))
+			continue;
+		c->pci_gb20x++;
+		snprintf(c->gb20x_busids + l, sizeof(c->gb20x_busids) - l, "%s%s", l ? ", " : "", d->bdf);
 	}
+	c->pci_gpus = (long)gpus;
 	warns = nvs_topo_count(&f, NVS_SEV_WARN);
 	if (limited) {
 		add(c, CK_WARN, "topology", "topo-config-limited",

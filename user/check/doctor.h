@@ -50,6 +50,9 @@ struct nvs_checks {
 	int lib_ret;
 	char lib_path[4096];
 	char lib_err[4400];
+	/* GPUs the topology scan found, for the known-issues table; -1: no scan */
+	long pci_gpus, pci_gb20x;
+	char gb20x_busids[256];		/* those GB20x GPUs, ", "-separated */
 };
 
 #define NVS_DOCTOR_MAX_LIMITS 32

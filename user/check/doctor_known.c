@@ -176,6 +176,16 @@ static bool atom(void *ctx, const char *kind, const char *arg)
 	return false;
 }
 
+/* The topology scan's counts (check_topology runs first); -1 when it could not read the PCI devices */
+static long gpus(void *ctx, const char *family)
+{
+	const struct node *n = ctx;
+
+	if (!strcmp(family, "gb20x"))
+		return n->c->pci_gb20x;
+	return !strcmp(family, "nvidia") ? n->c->pci_gpus : -1;
+}
+
 /* The table: $NVSIDECAR_DATADIR's, else the first install path that has one. */
 static int load(struct nvs_ki_table *t, char *path, size_t len)
 {
@@ -196,7 +206,7 @@ static int load(struct nvs_ki_table *t, char *path, size_t len)
 void nvs_doctor_known(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 {
 	struct node n = { .c = c, .o = o, .open = -1 };
-	struct nvs_ki_facts f = { .version = version, .atom = atom, .ctx = &n };
+	struct nvs_ki_facts f = { .version = version, .atom = atom, .gpus = gpus, .ctx = &n };
 	struct nvs_ki_table t;
 	char path[PATH_MAX];
 	size_t matched = 0;
@@ -220,17 +230,20 @@ void nvs_doctor_known(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 	}
 	for (size_t i = 0; i < t.n; ++i) {
 		const struct nvs_ki_row *r = &t.v[i];
-		char name[96];
+		char name[96], gb[300];
 
 		if (!nvs_ki_match(r, &f))
 			continue;
 		++matched;
 		snprintf(name, sizeof(name), "known-%s", r->id);
+		/* a row about GB20x GPUs names the ones it saw */
+		snprintf(gb, sizeof(gb), strstr(r->cond, "gpus:gb20x") ? " (GB20x GPUs here: %s)" : "",
+			 c->gb20x_busids);
 		if (strcmp(r->component, "-"))
-			nvs_check_add(c, r->fail ? CK_FAIL : CK_WARN, "known", name, "%s %s: %s", r->component,
-				      version(&n, r->component), r->consequence);
+			nvs_check_add(c, r->fail ? CK_FAIL : CK_WARN, "known", name, "%s %s: %s%s", r->component,
+				      version(&n, r->component), r->consequence, gb);
 		else
-			nvs_check_add(c, r->fail ? CK_FAIL : CK_WARN, "known", name, "%s", r->consequence);
+			nvs_check_add(c, r->fail ? CK_FAIL : CK_WARN, "known", name, "%s%s", r->consequence, gb);
 		nvs_check_fix(c, "%s (source: %s)", r->fix, r->source);
 	}
 	/* the pointer is in the message: the fix of an OK check is not shown */

@@ -18,7 +18,9 @@ const char *const nvs_ki_components[] = {
 	"kernel", "driver", "libcuda", "nccl", "ucx", "libfabric", "rdma-core", NULL,
 };
 
-static const char *const atom_kinds[] = { "module", "path", "reg", "flavour", "have", NULL };
+const char *const nvs_ki_gpu_families[] = { "gb20x", "nvidia", NULL };
+
+static const char *const atom_kinds[] = { "module", "path", "reg", "flavour", "have", "gpus", NULL };
 
 /* parentheses nest at most this deep: the walk is recursive */
 #define MAX_DEPTH 32
@@ -153,6 +155,35 @@ static size_t word(const char *p)
 
 static bool expr(struct walk *w);
 
+/* gpus:FAMILY OP COUNT (gpus:gb20x>=2): the node's count of that family's GPUs */
+static bool gpus_atom(struct walk *w, const char *arg)
+{
+	size_t fn = strcspn(arg, "<>="), on, cn;
+	enum op op = read_op(arg + fn, &on);
+	const char *cnt = arg + fn + on;
+	char fam[16], have[24];
+	long n;
+
+	if (!in_list(nvs_ki_gpu_families, arg, fn) || fn >= sizeof(fam)) {
+		fail(w, "gpus:%.*s names no GPU family; known: gb20x, nvidia", (int)(fn > 40 ? 40 : fn), arg);
+		return false;
+	}
+	cn = strlen(cnt);
+	if (op == OP_NONE || !cn || cn > 3 || strspn(cnt, "0123456789") != cn) {
+		fail(w, "gpus:%s needs >=, <=, >, < or = and a count, e.g. gpus:gb20x>=2", arg);
+		return false;
+	}
+	if (!w->f || !w->f->gpus)
+		return false;
+	memcpy(fam, arg, fn);
+	fam[fn] = 0;
+	n = w->f->gpus(w->f->ctx, fam);
+	if (n < 0)
+		return false;
+	snprintf(have, sizeof(have), "%ld", n);
+	return compare(have, op, cnt);
+}
+
 /* NAME:ARG or NAME OP VERSION */
 static bool atom(struct walk *w)
 {
@@ -178,7 +209,7 @@ static bool atom(struct walk *w)
 		++w->p;
 		an = word(w->p);
 		if (!in_list(atom_kinds, nbuf, n)) {
-			fail(w, "unknown fact `%s:'; known: module:, path:, reg:, flavour:, have:", nbuf);
+			fail(w, "unknown fact `%s:'; known: module:, path:, reg:, flavour:, have:, gpus:", nbuf);
 			return false;
 		}
 		if (!an || an >= sizeof(arg)) {
@@ -204,6 +235,8 @@ static bool atom(struct walk *w)
 			fail(w, "have:%s names no component the doctor reads", arg);
 			return false;
 		}
+		if (!strcmp(nbuf, "gpus"))
+			return gpus_atom(w, arg);
 		return w->f ? w->f->atom(w->f->ctx, nbuf, arg) : false;
 	}
 	if (!in_list(nvs_ki_components, nbuf, n)) {

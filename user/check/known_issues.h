@@ -41,10 +41,13 @@ struct nvs_ki_table {
  * What the predicates ask of the node. version: a component's version,
  * NULL when it was not found. atom: module:NAME, path:/P, reg:KEY=VAL,
  * flavour:open|proprietary, have:COMPONENT, by kind ("module") and arg.
+ * gpus: how many GPUs of a family (nvs_ki_gpu_families) the node has, -1
+ * unknown; NULL is unknown too (gpus:FAMILY>=N is then false).
  */
 struct nvs_ki_facts {
 	const char *(*version)(void *ctx, const char *name);
 	bool (*atom)(void *ctx, const char *kind, const char *arg);
+	long (*gpus)(void *ctx, const char *family);
 	void *ctx;
 };
 
@@ -68,5 +71,8 @@ int nvs_ki_vercmp(const char *a, const char *b);
 
 /* The version facts a row can name: kernel, driver, libcuda, nccl, ucx, libfabric, rdma-core. */
 extern const char *const nvs_ki_components[];
+
+/* The GPU families gpus:FAMILY counts: gb20x (GeForce RTX 50), nvidia (any NVIDIA GPU). */
+extern const char *const nvs_ki_gpu_families[];
 
 #endif

@@ -710,6 +710,19 @@ const char *nvs_fmt_size(uint64_t bytes, char *buf, size_t len)
 	return buf;
 }
 
+bool nvs_gpu_gb20x(uint16_t vendor, uint16_t device)
+{
+	/* kmod/chips.c's nvs_chip_ids[] GB20x rows, and the RTX 5090 D above */
+	static const uint16_t ids[] = { 0x2b85, 0x2b87, 0x2c02, 0x2c05, 0x2f04 };
+
+	if (vendor != 0x10de)
+		return false;
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); ++i)
+		if (ids[i] == device)
+			return true;
+	return false;
+}
+
 uint64_t nvs_gpu_vram(uint16_t vendor, uint16_t device)
 {
 	static const struct { uint16_t device; unsigned int gib; } table[] = {

@@ -137,5 +137,7 @@ enum nvs_pci_pair nvs_pci_classify(const struct nvs_pci *p, int a, int b, int *l
 const char *nvs_fmt_size(uint64_t bytes, char *buf, size_t len);
 /* VRAM of a known GPU in bytes, 0 when the id is not in the table. */
 uint64_t nvs_gpu_vram(uint16_t vendor, uint16_t device);
+/* A GeForce RTX 50 (Blackwell, GB202/GB203/GB205) by PCI id, as kmod/chips.c lists them. */
+bool nvs_gpu_gb20x(uint16_t vendor, uint16_t device);
 
 #endif
