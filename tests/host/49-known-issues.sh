@@ -39,6 +39,31 @@ else
 	t_fail known-page-generated "docs/known-issues.md differs from scripts/known-issues-md's output: run scripts/known-issues-md >docs/known-issues.md ($(head -c 200 "$work/err"))"
 fi
 
+# the claims checked and left out (#- lines) end the page; a malformed one is
+# an error with file:line, not a claim dropped in silence
+if "$py" -c '
+import sys
+p = open(sys.argv[1], encoding="utf-8").read()
+tail = p.split("\n## Claims checked and not in the table\n", 1)[1]
+assert "\n## " not in tail, "the claims are not the last section"
+heads = [l[4:] for l in tail.splitlines() if l.startswith("### ")]
+assert heads[0].startswith("NCCL before 2.27.5") and heads[1].startswith("UCX 1.21"), heads
+for u in ("noonghunna/club-3090/pull/897", "ggml-org/llama.cpp/pull/24491", "openucx/ucx/pull/11419",
+          "openucx/ucx/pull/11475"):
+    assert "<https://github.com/" + u + ">" in tail, u
+' "$work/page.md" 2>"$work/err"; then
+	t_pass known-page-claims
+else
+	t_fail known-page-claims "$(tail -1 "$work/err")"
+fi
+printf '#-\tclaim\tno sources\n' >"$work/claims.tsv"
+if ! "$top/scripts/known-issues-md" "$work/claims.tsv" >/dev/null 2>"$work/err" &&
+	grep -q "claims.tsv:1: a #- line is" "$work/err"; then
+	t_pass known-page-claims-bad
+else
+	t_fail known-page-claims-bad "a #- line with two columns was accepted: $(head -c 200 "$work/err")"
+fi
+
 # --- fixtures ------------------------------------------------------------------
 # node ROOT KERNEL MODULES MEMORY_PEERS(0/1) REGISTRYDWORDS: the files the doctor
 # reads under NVS_DOCTOR_ROOT, in the kernel's and nvidia.ko's formats
@@ -115,6 +140,7 @@ assert p["message"].startswith("kernel 6.8.0-90-generic: Kernels from 6.4 on"), 
 assert "https://github.com/ROCm/rccl/pull/1328" in p["fix"] and "dma-buf" in p["fix"], p
 assert l["message"].startswith("libcuda 615.71.09: "), l
 assert "https://github.com/Duanyll/" in l["fix"], l
+assert "known-issues-table" not in d, d["known-issues-table"]
 assert k["result"] == "OK" and k["message"].startswith("2 of 3 known issues apply") and "docs/known-issues.md" in k["message"], k
 ' "$work/m.json"; then
 	t_pass known-shipped-match
