@@ -111,17 +111,6 @@ static inline long compat_dma_resv_wait_kernel(struct dma_resv *resv,
 #endif
 }
 
-static inline bool compat_dma_resv_kernel_signaled(struct dma_resv *resv)
-{
-#if defined(COMPAT_DMA_RESV_USAGE)
-	return dma_resv_test_signaled(resv, DMA_RESV_USAGE_KERNEL);
-#elif defined(COMPAT_DMA_RESV_WAIT_TIMEOUT)
-	return dma_resv_test_signaled(resv, false);
-#else
-	return dma_resv_test_signaled_rcu(resv, false);
-#endif
-}
-
 /* 5.16: every streaming mapping of dev goes through a swiotlb bounce buffer */
 #ifdef COMPAT_SWIOTLB_FORCE_BOUNCE
 #define compat_swiotlb_force_bounce(dev) is_swiotlb_force_bounce(dev)

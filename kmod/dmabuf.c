@@ -642,14 +642,18 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 		goto refused;
 	}
 	/*
-	 * Review N8: without CONFIG_DMABUF_MOVE_NOTIFY (Debian's kernels),
-	 * dma_buf_map_attachment() pins a dynamic exporter's buffer for
-	 * every importer (drivers/dma-buf/dma-buf.c), and a pin may migrate
-	 * it: amdgpu pins into GTT, moving a VRAM buffer to system memory.
-	 * The probe would report where it had itself put the buffer.
+	 * Reviews N8, K1 and K2: mapping a dynamic exporter's buffer may
+	 * move it. Without move_notify the core pins it for every importer
+	 * (drivers/dma-buf/dma-buf.c), and amdgpu pins into GTT; with it, the
+	 * exporter's own map_dma_buf migrates what the importer cannot reach
+	 * peer to peer (amdgpu_dma_buf_map() validates into GTT,
+	 * xe_dma_buf_map() migrates to TT). The probe would report where it
+	 * had itself put the buffer. The Kconfig option is no guide either:
+	 * the dma-buf revoke series removes it. NVIDIA's exporter
+	 * (nv-dmabuf.c) is static, so the refusal costs nothing we exist for.
 	 */
-	if (dma_buf_is_dynamic(buf) && !IS_ENABLED(CONFIG_DMABUF_MOVE_NOTIFY)) {
-		NL_SET_ERR_MSG(extack, "The exporter is dynamic and this kernel lacks CONFIG_DMABUF_MOVE_NOTIFY: mapping would pin the buffer, which may move it (to system memory for amdgpu); not probed");
+	if (dma_buf_is_dynamic(buf)) {
+		NL_SET_ERR_MSG(extack, "The exporter is dynamic (amdgpu, xe): mapping may move its buffer, so it is not probed; NVIDIA's exporter is static");
 		ret = -EOPNOTSUPP;
 		goto refused;
 	}
@@ -662,14 +666,12 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 	 * not queue behind it. A holder that comes after this check is still
 	 * waited for (the core gives no trylock variant of the attach).
 	 */
-	if (!dma_buf_is_dynamic(buf)) {
-		if (!dma_resv_trylock(buf->resv)) {
-			NL_SET_ERR_MSG(extack, "Someone holds the exporter's reservation lock: probe again");
-			ret = -EBUSY;
-			goto unlock_importer;
-		}
-		dma_resv_unlock(buf->resv);
+	if (!dma_resv_trylock(buf->resv)) {
+		NL_SET_ERR_MSG(extack, "Someone holds the exporter's reservation lock: probe again");
+		ret = -EBUSY;
+		goto unlock_importer;
 	}
+	dma_resv_unlock(buf->resv);
 	at = dma_buf_dynamic_attach(buf, &ipdev->dev, &nvs_dmabuf_attach_ops, &imp);
 	if (IS_ERR(at)) {
 		ret = PTR_ERR(at);
@@ -692,15 +694,6 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 		goto detach;
 	}
 
-	/* a dynamic exporter moving the buffer for this mapping: not now */
-	rep->step = NVS_DMABUF_STEP_FENCE;
-	if (!compat_dma_resv_kernel_signaled(buf->resv)) {
-		ret = -EBUSY;
-		NL_SET_ERR_MSG(extack, "The exporter is moving the buffer for this importer: probe again");
-		goto unmap;
-	}
-
-	rep->step = NVS_DMABUF_STEP_MAP;
 	ret = nvs_dmabuf_walk(sgt, &ipdev->dev, &w, rep);
 	if (ret) {
 		NL_SET_ERR_MSG(extack, "Killed while classifying the mapping");

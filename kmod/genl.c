@@ -538,7 +538,9 @@ static int nvs_parse_threshold(struct nvs_gpu *gpu, const struct nlattr *attr,
  * A rate above the module's default (the sample_hz and mem_hz parameters,
  * chosen by whoever loaded the module) multiplies the register reads on
  * a GPU that another driver owns: that takes CAP_SYS_ADMIN, like a
- * dma-buf probe. Lowering a rate, thresholds and resets do not. The sysfs
+ * dma-buf probe. Lowering a rate, thresholds and resets do not. Rates
+ * compare as passes a second: on demand (0) is up to NVS_ONDEMAND_HZ,
+ * more than a default of 5 (review K4). The sysfs
  * files are writable by root alone (file mode) for the same reason.
  */
 static int nvs_rate_check(struct sk_buff *skb, struct nlattr **attrs,
@@ -547,7 +549,8 @@ static int nvs_rate_check(struct sk_buff *skb, struct nlattr **attrs,
 	struct nlattr *a = NULL;
 
 	if (attrs[NVS_A_GPU_SAMPLE_HZ] &&
-	    nla_get_u32(attrs[NVS_A_GPU_SAMPLE_HZ]) > READ_ONCE(nvs_default_hz))
+	    nvs_effective_hz(nla_get_u32(attrs[NVS_A_GPU_SAMPLE_HZ])) >
+	    nvs_effective_hz(READ_ONCE(nvs_default_hz)))
 		a = attrs[NVS_A_GPU_SAMPLE_HZ];
 	else if (attrs[NVS_A_GPU_MEM_HZ] &&
 		 nla_get_u32(attrs[NVS_A_GPU_MEM_HZ]) > READ_ONCE(nvs_default_mem_hz))

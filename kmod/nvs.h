@@ -24,6 +24,16 @@ struct netlink_ext_ack;
  * the default rate, so readers never cost more than the default budget.
  */
 #define NVS_ONDEMAND_HZ		50
+
+/*
+ * The passes a second a rate allows: 0 is on demand, as many passes as
+ * readers ask for, at most NVS_ONDEMAND_HZ. The privilege rule for raising
+ * a rate (genl.c, sysfs.c) compares these, so 0 is not "lower" than 5.
+ */
+static inline unsigned int nvs_effective_hz(unsigned int hz)
+{
+	return hz ?: NVS_ONDEMAND_HZ;
+}
 #define NVS_MEM_HZ_DEFAULT	1	/* module parameter mem_hz */
 #define NVS_REPROBE_S_DEFAULT	30	/* module parameter mem_reprobe_s */
 /*

@@ -108,7 +108,8 @@ static ssize_t sample_hz_store(struct device *dev,
 	if (kstrtouint(buf, 10, &hz) || hz > NVS_SAMPLE_HZ_MAX)
 		return -EINVAL;
 	/* as GPU_SET: raising the read budget needs CAP_SYS_ADMIN (genl.c) */
-	if (hz > READ_ONCE(nvs_default_hz) && !capable(CAP_SYS_ADMIN))
+	if (nvs_effective_hz(hz) > nvs_effective_hz(READ_ONCE(nvs_default_hz)) &&
+	    !capable(CAP_SYS_ADMIN))
 		return -EPERM;
 
 	mutex_lock(&gpu->lock);

@@ -16,7 +16,8 @@ static const struct nvs_busid_case nvs_busid_cases[] __initconst = {
 	{ "0000:ff:1f.7", 0, 0, 0xff, PCI_DEVFN(0x1f, 7) },
 	{ "0000:0A:0b.3", 0, 0, 0x0a, PCI_DEVFN(0x0b, 3) },
 	{ "10000:e1:00.1", 0, 0x10000, 0xe1, PCI_DEVFN(0, 1) },	/* VMD */
-	{ "ffffffff:00:00.0", 0, 0xffffffff, 0, 0 },
+	{ "fffffff:00:00.0", 0, 0x0fffffff, 0, 0 },	/* 7 digits: the most */
+	{ "ffffffff:00:00.0", -EINVAL },	/* 8: over NVS_BUSID_LEN (N21) */
 	{ "0000:00:20.0", -EINVAL },	/* device 0x20 */
 	{ "00:1f.8", -EINVAL },		/* function 8 */
 	{ " 0000:00:01.0", -EINVAL },

@@ -78,7 +78,9 @@
  * NVS_CMD_GPU_SET
  *   do; CAP_NET_ADMIN (GENL_ADMIN_PERM). A SAMPLE_HZ or MEM_HZ above the
  *   module's default (its sample_hz and mem_hz parameters) raises the
- *   register-read budget and needs CAP_SYS_ADMIN as well (-EPERM).
+ *   register-read budget and needs CAP_SYS_ADMIN as well (-EPERM). Rates
+ *   compare as passes a second, SAMPLE_HZ 0 as 50: with a default of 5,
+ *   0 (on demand) is a raise.
  *   Request:  NVS_A_GPU_INDEX: u32 (required)
  *             NVS_A_GPU_SAMPLE_HZ: u32 (0..NVS_SAMPLE_HZ_MAX)
  *             NVS_A_GPU_MEM_HZ: u32 (1..NVS_MEM_HZ_MAX)

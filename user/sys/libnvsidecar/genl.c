@@ -753,11 +753,21 @@ int nvs_gpu_set_ext(struct nvs_handle *h, const struct nvs_set_req *req,
 	struct set_args sa = { .req = req, .ext = ext };
 	int ret = transact(h, NVS_CMD_GPU_SET, false, put_set, &sa, NULL, NULL);
 
-	/* The kernel's extack says which capability (rates need CAP_SYS_ADMIN). */
-	if (ret == -EPERM)
-		set_err(h, EPERM, "Changing settings needs root (CAP_NET_ADMIN)%s%s",
-			h->err[0] && strcmp(h->err, strerror(EPERM)) ? ": " : "",
-			h->err[0] && strcmp(h->err, strerror(EPERM)) ? h->err : "");
+	/*
+	 * The genetlink core refuses a caller without CAP_NET_ADMIN with a
+	 * bare EPERM; the module refuses a raised rate without CAP_SYS_ADMIN
+	 * with an extack that names it. h->err holds that text, so it is
+	 * copied out before being formatted into h->err again.
+	 */
+	if (ret == -EPERM) {
+		char why[sizeof(h->err)];
+
+		snprintf(why, sizeof(why), "%s", h->err);
+		if (why[0] && strcmp(why, strerror(EPERM)))
+			set_err(h, EPERM, "%s: run it as root", why);
+		else
+			set_err(h, EPERM, "Changing settings needs root (CAP_NET_ADMIN)");
+	}
 	return ret;
 }
 

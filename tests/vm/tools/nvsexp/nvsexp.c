@@ -26,7 +26,8 @@
  *
  * Two more behaviours that NVIDIA's exporter does not have, for the
  * probe's other exporters: NVSEXP_MODE_DYNAMIC is a dynamic exporter
- * (pin/unpin, like amdgpu), whose pins the parameter "pins" counts; and
+ * (pin/unpin, like amdgpu), whose pins and maps the parameters "pins" and
+ * "dynamic_maps" count; and
  * NVSEXP_HOLD holds a buffer's reservation lock for a while, as an exporter
  * busy with the buffer does.
  *
@@ -58,6 +59,9 @@ MODULE_IMPORT_NS(DMA_BUF);
 static int pins;
 module_param(pins, int, 0444);
 MODULE_PARM_DESC(pins, "pin calls on dynamic buffers so far (read-only)");
+static int dynamic_maps;
+module_param(dynamic_maps, int, 0444);
+MODULE_PARM_DESC(dynamic_maps, "map calls on dynamic buffers so far (read-only)");
 static int holding;
 module_param(holding, int, 0444);
 MODULE_PARM_DESC(holding, "1 while NVSEXP_HOLD holds a reservation lock (read-only)");
@@ -176,11 +180,19 @@ static void nvsexp_unpin(struct dma_buf_attachment *at)
 {
 }
 
+/* amdgpu and xe migrate in their map_dma_buf: the call itself is the harm. */
+static struct sg_table *nvsexp_dynamic_map(struct dma_buf_attachment *at,
+					   enum dma_data_direction dir)
+{
+	WRITE_ONCE(dynamic_maps, READ_ONCE(dynamic_maps) + 1);
+	return nvsexp_map(at, dir);
+}
+
 static const struct dma_buf_ops nvsexp_dynamic_ops = {
 	.attach = nvsexp_attach,
 	.pin = nvsexp_pin,
 	.unpin = nvsexp_unpin,
-	.map_dma_buf = nvsexp_map,
+	.map_dma_buf = nvsexp_dynamic_map,
 	.unmap_dma_buf = nvsexp_unmap,
 	.release = nvsexp_release,
 };
