@@ -560,12 +560,21 @@ fi
 if ! command -v valgrind >/dev/null; then
 	t_skip cli-valgrind "valgrind is not installed (scripts/deps.sh installs it)"
 else
-	bad=
+	# one case a CPU at a time: each is a single-threaded valgrind run
+	bad= k=0 jobs=$(nproc)
 	for c in "${vg_cases[@]}"; do
-		eval "args=($c)"
-		valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-			--show-leak-kinds=definite "$plain/nvsidecar" "${args[@]}" >/dev/null 2>"$work/vg"
-		(($? == 99)) && bad+=" [${args[*]}]: $(grep -m1 '==' "$work/vg")"
+		(
+			eval "args=($c)"
+			valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+				--show-leak-kinds=definite "$plain/nvsidecar" "${args[@]}" >/dev/null 2>"$work/vg.$k"
+			(($? == 99)) && echo " [${args[*]}]: $(grep -m1 '==' "$work/vg.$k")" >"$work/vg.$k.bad"
+		) &
+		k=$((k + 1))
+		((k % jobs)) || wait
+	done
+	wait
+	for ((i = 0; i < k; i++)); do
+		[[ -f $work/vg.$i.bad ]] && bad+=$(<"$work/vg.$i.bad")
 	done
 	if [[ -z $bad ]]; then
 		t_pass cli-valgrind

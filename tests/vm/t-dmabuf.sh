@@ -77,18 +77,22 @@ segs_add_up() {
 		t_fail "$name" "nents=$n seg=$lo..$hi do not add up to $size in page-multiple entries of at most $max bytes"
 	fi
 }
+# Sizes: 4 KiB, 2 MiB, 32 MiB and the largest of 1 GiB, 512 MiB, ... that
+# leaves the guest half its memory, each at most NVS_DMABUF_MAX_MB (the
+# debug lane: KASAN poisons and checks every page under emulation, and the
+# larger buffers take the same path, which the Debian lanes probe).
+avail=$(($(mem_kb MemAvailable) * 1024))
+big=$((1 << 30))
+while ((big > 32 << 20 && (big * 2 > avail || big > ${NVS_DMABUF_MAX_MB:-1024} << 20))); do big=$((big / 2)); done
+sizes=()
+for size in 4096 $((2 << 20)) $((32 << 20)); do
+	((size <= ${NVS_DMABUF_MAX_MB:-1024} << 20 || size == 4096)) && sizes+=("$size")
+done
+((big > 32 << 20)) && sizes+=("$big")
 if ((have_udmabuf)); then
-	# Largest of 1 GiB, 512 MiB, ... that leaves the guest half its memory,
-	# and at most NVS_DMABUF_MAX_MB (the debug lane: KASAN poisons and
-	# checks every page, minutes for 512 MiB under emulation).
-	avail=$(($(mem_kb MemAvailable) * 1024))
-	big=$((1 << 30))
-	while ((big > 32 << 20 && (big * 2 > avail || big > ${NVS_DMABUF_MAX_MB:-1024} << 20))); do big=$((big / 2)); done
 	limit=/sys/module/udmabuf/parameters/size_limit_mb
 	old_limit=$(cat $limit 2>/dev/null)
 	[[ -w $limit ]] && echo $((big >> 20)) >$limit
-	sizes=(4096 $((2 << 20)) $((32 << 20)))
-	((big > 32 << 20)) && sizes+=("$big")
 	for size in "${sizes[@]}"; do
 		out=$("$probe" --gpu 0 udmabuf $size 2>&1)
 		name=udmabuf-$((size >> 10))k-report
@@ -99,7 +103,7 @@ if ((have_udmabuf)); then
 	[[ -n $old_limit && -w $limit ]] && echo "$old_limit" >$limit
 	if ((big != 1 << 30)); then
 		if ((big * 2 <= avail)); then
-			t_skip udmabuf-1g "NVS_DMABUF_MAX_MB=${NVS_DMABUF_MAX_MB:-} in this lane: the largest buffer probed was $((big >> 20)) MiB"
+			t_skip udmabuf-1g "NVS_DMABUF_MAX_MB=${NVS_DMABUF_MAX_MB:-} in this lane: the largest buffer probed was $((${sizes[-1]} >> 20)) MiB"
 		else
 			t_skip udmabuf-1g "only $((avail >> 20)) MiB available: the largest buffer probed was $((big >> 20)) MiB"
 		fi
@@ -113,8 +117,6 @@ if ((have_heap)); then
 	DMA | DMA-FQ) heap_max=0 ;;	# the buffer's size: chunks joined
 	*) heap_max=$((1 << 20)) ;;	# the heap's largest chunk
 	esac
-	sizes=(4096 $((2 << 20)) $((32 << 20)))
-	((big > 32 << 20)) && sizes+=("$big")
 	for size in "${sizes[@]}"; do
 		out=$("$probe" --gpu 0 heap $size 2>&1)
 		name=heap-$((size >> 10))k-report
@@ -126,6 +128,7 @@ else
 	t_skip heap-reports "$no_heap"
 fi
 
+echo "nvs-time dmabuf nvsexp" >/dev/kmsg	# where the lane's time goes (dmesg)
 # --- NVIDIA's two export paths, through the stand-in exporter -------------
 # nvsexp (tools/nvsexp/) exports a range of GPU0's BAR the way nv-dmabuf.c
 # does: mapped for the importer with dma_map_resource() (its default), or,
@@ -212,6 +215,7 @@ if ((have_udmabuf && translating >= 0)); then
 	expect udmabuf-addr-kind "$out" ret=0 step=4 verdict=system-ram addr=$kind moved=0
 fi
 
+echo "nvs-time dmabuf bad fds" >/dev/kmsg	# where the lane's time goes (dmesg)
 # --- bad file descriptors ---------------------------------------------------
 # Each is refused before anything is attached, with its own errno and message.
 # NVS_DMABUF_FEW_INPUTS=1 (the debug lane) keeps one input of each kind:
@@ -255,6 +259,7 @@ done
 out=$("$probe" pipe 2>&1)
 expect importer-none "$out" ret=-22
 
+echo "nvs-time dmabuf permissions" >/dev/kmsg	# where the lane's time goes (dmesg)
 # --- permissions ------------------------------------------------------------
 out=$("$probe" --user --gpu 0 pipe 2>&1)
 expect probe-unprivileged-eperm "$out" ret=-1
@@ -326,6 +331,7 @@ for bad in "--size 3" "--size -4096" "--size 4096x" "--source nfs" "--fd -1" "--
 	((rc == 2)) && [[ -s /tmp/o ]] && t_pass "cli-usage-${bad// /_}" || t_fail "cli-usage-${bad// /_}" "exit $rc: $(tr '\n' ' ' </tmp/o)"
 done
 
+echo "nvs-time dmabuf cuda path" >/dev/kmsg	# where the lane's time goes (dmesg)
 # --- the CUDA path through a stand-in libcuda ------------------------------
 fake=/tmp/libcuda-fake.so
 if gcc -shared -fPIC -DFAKECUDA_LIB -o $fake "$NVS_TOP/tests/vm/tools/dmabuf_fakecuda.c" 2>/tmp/o; then
@@ -354,6 +360,7 @@ fi
 
 fi # NVS_DMABUF_CLI
 
+echo "nvs-time dmabuf p2p" >/dev/kmsg	# where the lane's time goes (dmesg)
 # --- P2P distance -----------------------------------------------------------
 # Expected values come from the topology and the kernel's rule
 # (drivers/pci/p2pdma.c): a pair below a common switch is allowed unless a
