@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
 #
-# A real DKMS round trip for Debian's 6.1 and 6.12 kernels (found at run
+# A real DKMS round trip for Debian's oldest kernel (6.1, found at run
 # time, scripts/kernels.sh): `dkms add` of a
 # copy of the module sources, `dkms build` and `dkms install` per kernel,
 # `dkms status` and `modinfo -k` of what got installed, then `dkms remove`,
@@ -16,6 +16,10 @@ name=dkms
 # shellcheck source=../../scripts/kernels.sh
 . "$NVS_TOP/scripts/kernels.sh"
 debian_kernels "$name"
+# The oldest one: the package path (80-packaging) builds through DKMS for
+# every Debian kernel with the same dkms.conf; this suite proves the
+# source install (make install-dkms, dkms add) on one (CI time).
+((${#kernels[@]})) && kernels=("${kernels[0]}")
 
 if ! command -v dkms >/dev/null; then
 	t_skip "dkms" "dkms is not installed (scripts/deps.sh installs it)"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
-# class: kernel (tests/vm/lanes.tsv)
+# class: own (tests/vm/lanes.tsv)
 #
 # Issue 19 item 1: every DRAM chip as the cards lay them out (kmod/chips.c,
 # "Per-chip memory temperatures"): two chips per partition, each the
