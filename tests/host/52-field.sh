@@ -213,3 +213,19 @@ check field-slurm-no-plugin 0 "$pick"'
 r = rec("slurm-hwloc-gl")
 assert r["result"] == "OK" and "not installed" in r["message"], r
 '
+
+# --- the GB20x list the doctor's predicates use (user/sys/pci.c,
+# nvs_gpu_gb20x: gpus:gb20x, p2p-static-bar1) holds every GB20x id the
+# module knows (kmod/chips.c); a new id in one list only would make the
+# doctor skip the static-BAR1 check on that card.
+kern=$(sed -n 's/^[[:space:]]*NV(0x\([0-9a-f]*\), chip_gb20[0-9][a-z]*,.*/\1/p' "$NVS_TOP/kmod/chips.c" | sort -u)
+userids=$(sed -n '/^bool nvs_gpu_gb20x(/,/^}/s/.*ids\[\] = {\(.*\)};.*/\1/p' "$NVS_TOP/user/sys/pci.c" |
+	tr -d ' ' | tr ',' '\n' | sed -n 's/^0x//p' | sort -u)
+missing=$(comm -23 <(echo "$kern") <(echo "$userids") | tr '\n' ' ')
+if [[ -z $kern || -z $userids ]]; then
+	t_fail field-gb20x-ids "could not read the id lists (kmod/chips.c: \`$kern', user/sys/pci.c: \`$userids')"
+elif [[ -n $missing ]]; then
+	t_fail field-gb20x-ids "kmod/chips.c's GB20x ids $missing are not in user/sys/pci.c nvs_gpu_gb20x()"
+else
+	t_pass "field-gb20x-ids ($(echo $kern | wc -w) module ids, all known to the doctor)"
+fi

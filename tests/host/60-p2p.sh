@@ -147,6 +147,9 @@ assert "0000:01:00.0 [slot-chipset]" not in out and "why:" in out
 dev = out.split("\n\nGPU")
 assert "slot      cpu (CPU lanes)" in dev[1] and "0000:01:00.0" in dev[1], dev
 assert "slot      chipset (behind 0000:00:1c.0, PCH root port)" in dev[2] and "0000:02:00.0" in dev[2], dev
+# a dump names no driver: "driver none" on the placement line (it once
+# broke the line after "driver ")
+assert "pci0000:00, driver none\n" in dev[1] and "driver \n" not in out, dev[1]
 '
 run topo --pci-dump "$topo/intel-pch.dump" --dump
 check topo-slot-tsv 1 '

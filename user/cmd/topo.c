@@ -140,9 +140,8 @@ static void show_device(const struct nvs_pci *p, size_t i, char (*lab)[8])
 	out_int(OUT_ANY, "iommu_group", ", IOMMU group %lld", d->iommu_group);
 	out_str(OUT_ANY, "iommu_type", d->iommu_type[0] ? " (%s)" : NULL, d->iommu_type[0] ? d->iommu_type : NULL);
 	out_str(OUT_ANY, "host_bridge", ", %s", d->host_bridge);
-	out_str(OUT_ANY, "driver", ", driver %s\n", d->driver[0] ? d->driver : NULL);
-	if (!d->driver[0])
-		out_text("none\n");
+	out_str(OUT_JSON, "driver", NULL, d->driver[0] ? d->driver : NULL);
+	out_str(OUT_TEXT, NULL, ", driver %s\n", d->driver[0] ? d->driver : "none");
 
 	out_arr(OUT_JSON, "path");
 	for (int b = d->parent; b >= 0 && guard--; b = p->devs[b].parent) {
