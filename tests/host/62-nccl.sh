@@ -155,6 +155,15 @@ run nccl-check "$nccl/garbage.log" "$nccl/nccl-2.19-roce-nogdr.log"
 check nccl-garbage-named 0 'assert "garbage.log" in err, err'
 run nccl-check "$nccl/binary.log"
 check nccl-binary 2 'assert "holds binary data" in err, err'
+# a log being written when the node crashed: a run of NULs where the
+# filesystem had allocated blocks that were never written (T3-18); the
+# lines around it are still NCCL's, and are judged
+{ head -n 20 "$nccl/nccl-2.21-single-process.log"; head -c 4096 /dev/zero; echo
+  tail -n +21 "$nccl/nccl-2.21-single-process.log"; } >"$work/crashed.log"
+run nccl-check --expect p2p "$work/crashed.log"
+check nccl-nul-run-skipped 0 'assert "met:" in out and "1 line(s) held NUL bytes" in out, out'
+run nccl-check --json "$work/crashed.log"
+check nccl-nul-run-json 0 'assert d["binary_lines"] == 1, d'
 run nccl-check "$work/none.log"
 check nccl-missing 2 'assert "Unable to open" in err and "none.log" in err, err'
 run nccl-check --expect p2p,nvlink "$nccl/nccl-2.21-single-process.log"

@@ -171,6 +171,11 @@ static void text_cases(void)
 		{ "cut\xe2\x82", "cut\\xe2\\x82", "\"cut\\ufffd\\ufffd\"" },
 		{ "q\"b\\", "q\"b\\", "\"q\\\"b\\\\\"" },
 		{ "\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80", "\"\xf0\x9f\x98\x80\"" },
+		/* bidi controls (T3-18): escaped on the terminal, kept in JSON */
+		{ "rtl \xe2\x80\xae gnp.exe", "rtl \\u202e gnp.exe", "\"rtl \xe2\x80\xae gnp.exe\"" },
+		{ "i\xe2\x81\xa6x\xe2\x81\xa9", "i\\u2066x\\u2069", "\"i\xe2\x81\xa6x\xe2\x81\xa9\"" },
+		{ "m\xe2\x80\x8f\xd8\x9c", "m\\u200f\\u061c", "\"m\xe2\x80\x8f\xd8\x9c\"" },
+		{ "dash\xe2\x80\x94", "dash\xe2\x80\x94", "\"dash\xe2\x80\x94\"" },
 	};
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); ++i) {
 		char buf[128], *js = NULL;

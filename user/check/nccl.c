@@ -488,6 +488,7 @@ int nvs_nccl_read(struct nvs_nccl_log *log, const char *path, char *err, size_t 
 	char *line;
 	bool cut;
 	int ret;
+	size_t nccl_before = log->nccl_lines, first_binary = 0;
 
 	ret = nvs_ifile_open(&in, path, NVS_NCCL_MAX_LINE, 0, err, errlen);
 	if (ret)
@@ -495,11 +496,10 @@ int nvs_nccl_read(struct nvs_nccl_log *log, const char *path, char *err, size_t 
 	while ((ret = nvs_ifile_line(&in, &line, &n, &cut, err, errlen)) > 0) {
 		log->lines++;
 		if (memchr(line, 0, n)) {
-			snprintf(err, errlen,
-				 "`%s' line %zu holds binary data: expected the text output of a program run with NCCL_DEBUG=INFO",
-				 name, log->lines);
-			ret = -EINVAL;
-			break;
+			if (!first_binary)
+				first_binary = log->lines;
+			log->binary_lines++;
+			continue;
 		}
 		/* a last line without its end may be cut mid-word: never trust it */
 		if (cut) {
@@ -522,6 +522,12 @@ int nvs_nccl_read(struct nvs_nccl_log *log, const char *path, char *err, size_t 
 		}
 	}
 	nvs_ifile_close(&in);
+	if (ret >= 0 && first_binary && log->nccl_lines == nccl_before) {
+		snprintf(err, errlen,
+			 "`%s' line %zu holds binary data and no line is NCCL's: expected the text output of a program run with NCCL_DEBUG=INFO",
+			 name, first_binary);
+		ret = -EINVAL;
+	}
 	return ret < 0 ? ret : 0;
 }
 

@@ -76,6 +76,7 @@ struct nvs_nccl_log {
 	struct nvs_nccl_gpus dmabuf_failed;	/* ibv_reg_dmabuf_mr failed */
 	struct nvs_nccl_gpus hosts;		/* every host named by a prefix (dev -1) */
 	size_t lines, nccl_lines, interleaved;
+	size_t binary_lines;	/* lines with NUL bytes, skipped */
 	size_t init_complete;	/* "Init COMPLETE" lines (one per rank) */
 	size_t init_lines;	/* lines only the INIT subsystem prints */
 	int nnodes;		/* from "nNodes N" (2.21+); -1 not logged */
@@ -93,8 +94,11 @@ struct nvs_nccl_log {
 void nvs_nccl_init(struct nvs_nccl_log *log);
 /*
  * Reads one log (a file, a pipe, "-" for standard input) into log; call it
- * once per file. Returns 0, or -errno with a message in err (unreadable,
- * binary, an over-long line, more than the bounds above).
+ * once per file. Lines holding NUL bytes (the zero-filled blocks a crash
+ * leaves in a log being written) are skipped and counted; a file in which
+ * no NCCL line is left is refused as binary. Returns 0, or -errno with a
+ * message in err (unreadable, binary, an over-long line, more than the
+ * bounds above).
  */
 int nvs_nccl_read(struct nvs_nccl_log *log, const char *path, char *err, size_t errlen);
 void nvs_nccl_free(struct nvs_nccl_log *log);

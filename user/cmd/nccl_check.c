@@ -229,6 +229,7 @@ static void show(const struct nvs_nccl_log *log, const struct expect *e, const c
 	out_bool(OUT_JSON, "truncated", NULL, trunc);
 	out_bool(OUT_JSON, "filtered", NULL, filtered);
 	out_uint(OUT_JSON, "interleaved", NULL, log->interleaved);
+	out_uint(OUT_JSON, "binary_lines", NULL, log->binary_lines);
 	if (log->all_direct_p2p >= 0)
 		out_int(OUT_JSON, "all_direct_p2p", NULL, log->all_direct_p2p);
 	else
@@ -250,6 +251,9 @@ static void show(const struct nvs_nccl_log *log, const struct expect *e, const c
 	if (log->interleaved)
 		out_text("%zu line(s) held several interleaved messages; only the last of each was read\n",
 			 log->interleaved);
+	if (log->binary_lines)
+		out_text("%zu line(s) held NUL bytes, as a crash leaves in a log being written, and were skipped\n",
+			 log->binary_lines);
 
 	out_obj(OUT_JSON, "expect");
 	for (int k = 0; k < EXP__COUNT; ++k) {

@@ -36,8 +36,30 @@ size_t nvs_utf8_len(const unsigned char *p)
 	return n;
 }
 
+/* The longest escape (backslash, u, four hex digits) and its NUL. */
+#define NVS_ESC_MAX	8
+
+/*
+ * Unicode's bidirectional controls (U+061C, U+200E/F, U+202A..U+202E,
+ * U+2066..U+2069): printed raw they reorder what follows them on the
+ * terminal, so a log or table line can show text other than what it holds
+ * (CVE-2021-42574, "Trojan Source").
+ */
+static bool bidi_control(const unsigned char *p, size_t n, unsigned int *cp)
+{
+	if (n == 2 && p[0] == 0xd8 && p[1] == 0x9c) {
+		*cp = 0x061c;
+		return true;
+	}
+	if (n != 3 || p[0] != 0xe2)
+		return false;
+	*cp = 0x2000 | (p[1] & 0x3f) << 6 | (p[2] & 0x3f);
+	return *cp == 0x200e || *cp == 0x200f || (*cp >= 0x202a && *cp <= 0x202e) ||
+	       (*cp >= 0x2066 && *cp <= 0x2069);
+}
+
 /* The escape for the character at p, or NULL to copy its n bytes as they are. */
-static const char *escape_at(const unsigned char *p, size_t *n, char tmp[5], bool lines)
+static const char *escape_at(const unsigned char *p, size_t *n, char tmp[NVS_ESC_MAX], bool lines)
 {
 	*n = nvs_utf8_len(p);
 	if (*n == 0) {
@@ -56,19 +78,24 @@ static const char *escape_at(const unsigned char *p, size_t *n, char tmp[5], boo
 	} else if (*n == 2 && p[0] == 0xc2 && p[1] < 0xa0) {
 		/* U+0080..U+009F: C1 controls, CSI among them */
 		*n = 2;
-		snprintf(tmp, 5, "\\x%02x", p[1]);
+		snprintf(tmp, NVS_ESC_MAX, "\\x%02x", p[1]);
 		return tmp;
 	} else {
-		return NULL;
+		unsigned int cp;
+
+		if (!bidi_control(p, *n, &cp))
+			return NULL;
+		snprintf(tmp, NVS_ESC_MAX, "\\u%04x", cp);
+		return tmp;
 	}
-	snprintf(tmp, 5, "\\x%02x", *p);
+	snprintf(tmp, NVS_ESC_MAX, "\\x%02x", *p);
 	return tmp;
 }
 
 static void put(FILE *f, const char *s, bool lines)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	char tmp[5];
+	char tmp[NVS_ESC_MAX];
 
 	while (*p) {
 		size_t n;
@@ -96,7 +123,7 @@ char *nvs_escape_text(const char *s, char *buf, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t o = 0;
-	char tmp[5];
+	char tmp[NVS_ESC_MAX];
 
 	if (!len)
 		return buf;
