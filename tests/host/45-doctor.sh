@@ -125,6 +125,37 @@ bad empty-patched 'empty directory name' --patched ''
 	grep -q '^0 healthy' "$work/help" && grep -q 'doctor.conf' "$work/help" &&
 	grep -q 'HealthCheckProgram' "$work/help" && t_pass doctor-help || t_fail doctor-help "$(head -3 "$work/help")"
 
+# The verdict cache's settings (review A4): a value the doctor cannot use is a
+# WARN naming the variable and the value, not a silent default; a relative
+# NVSIDECAR_STATE_DIR would be another directory in each caller's cwd.
+# settings NAME VAR VALUE WANT: WANT in the full-cache-settings WARN of doctor --quick
+settings() {
+	env "$2=$3" "$bin" doctor --quick --json >"$work/set.json" 2>"$work/err"
+	"$py" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+w = [c for c in d["checks"] if c["name"] == "full-cache-settings"]
+if sys.argv[2] == "-":
+    assert not w, w
+else:
+    assert len(w) == 1 and w[0]["result"] == "WARN" and sys.argv[2] in w[0]["message"], w
+    assert "/etc/default/nvsidecar" in w[0]["fix"], w
+' "$work/set.json" "$4" 2>>"$work/set.err" || echo "[$2=$3] $(tail -1 "$work/set.err")"
+}
+: >"$work/set.err"
+miss=
+for v in 1h abc -1 ' 5' 99999999999 8640001 ''; do
+	miss+=$(settings age NVSIDECAR_VERDICT_MAX_AGE "$v" "NVSIDECAR_VERDICT_MAX_AGE=\`$v' is not a number of seconds from 0 to 8640000: using 7200 s")
+done
+for v in 0 3600 8640000; do
+	miss+=$(settings age-ok NVSIDECAR_VERDICT_MAX_AGE "$v" -)
+done
+[[ -z $miss ]] && t_pass doctor-verdict-max-age-bad || t_fail doctor-verdict-max-age-bad "$miss"
+miss=$(settings rel NVSIDECAR_STATE_DIR rel/dir "NVSIDECAR_STATE_DIR=\`rel/dir' is not an absolute path: the verdict is kept in $work/noroot/var/lib/nvsidecar instead")
+miss+=$(settings empty NVSIDECAR_STATE_DIR '' "NVSIDECAR_STATE_DIR=\`' is empty: the verdict is kept in")
+miss+=$(settings abs NVSIDECAR_STATE_DIR "$work/vstate" -)
+[[ -z $miss ]] && t_pass doctor-verdict-state-dir-bad || t_fail doctor-verdict-state-dir-bad "$miss"
+
 # A missing dump is the admin's typo, not an unhealthy node (T3-08): exit 2
 # (usage) before any check runs, never 1 ("drain the node"); also with --quick.
 bad missing-dump "Unable to open \`$work/nope.dump' (the --pci-dump given): No such file" --pci-dump "$work/nope.dump"
