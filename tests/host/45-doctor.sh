@@ -124,6 +124,28 @@ bad empty-patched 'empty directory name' --patched ''
 [[ $? == 0 ]] && grep -q -- '--strict' "$work/help" && grep -q '^Exit status' "$work/help" &&
 	grep -q '^0 healthy' "$work/help" && grep -q 'doctor.conf' "$work/help" &&
 	grep -q 'HealthCheckProgram' "$work/help" && t_pass doctor-help || t_fail doctor-help "$(head -3 "$work/help")"
+# T3-06: the doctor's 0/1/2 are not Nagios codes (Nagios: 1 WARNING, 2
+# CRITICAL, 3 UNKNOWN); the help, README and man page say so and name the
+# mapping nvsidecar-healthcheck --nagios does (0 OK, 2 CRITICAL, 3 UNKNOWN)
+why=
+grep -qi 'as Nagios plugins' "$work/help" && why+=" help claims Nagios reads 0/1/2;"
+tr '\n' ' ' <"$work/help" | grep -q "nvsidecar-healthcheck --nagios', which maps 0 to OK (0), 1 and a doctor that timed out or is missing to CRITICAL (2), and 2 to UNKNOWN (3)" ||
+	why+=" help lacks the --nagios mapping;"
+tr '\n' ' ' <"$top/README.md" | grep -q 'exit 0/1/2 for *node-problem-detector and Nagios' && why+=" README claims Nagios;"
+tr '\n' ' ' <"$top/README.md" | grep -q 'nvsidecar-healthcheck --nagios`, which maps them to 0 OK, 2 CRITICAL' ||
+	why+=" README lacks the mapping;"
+grep -q 'it maps the doctor.s 0 to OK (0), its 1, a doctor that timed out' "$top/docs/nvsidecar.8" || why+=" man page lacks the mapping;"
+# and the mapping is what the health check does: doctor's 0/1/2 -> 0/2/3
+hc=$work/hc-doctor
+printf '#!/bin/sh\necho "FAIL: x: y"\nexit "$HC_RC"\n' >"$hc"
+chmod +x "$hc"
+for m in 0:0 1:2 2:3; do
+	HC_RC=${m%%:*} NVSIDECAR_BIN=$hc NVSIDECAR_DEFAULTS=/nonexistent NVSIDECAR_HEALTHCHECK_DIR=$work/hcdir \
+		bash "$top/scripts/slurm/nvsidecar-healthcheck" --nagios >/dev/null 2>&1
+	r=$?
+	[[ $r == "${m#*:}" ]] || why+=" doctor exit ${m%%:*} -> --nagios exit $r, want ${m#*:};"
+done
+[[ -z $why ]] && t_pass doctor-help-nagios || t_fail doctor-help-nagios "$why"
 
 # The verdict cache's settings (review A4): a value the doctor cannot use is a
 # WARN naming the variable and the value, not a silent default; a relative
