@@ -335,6 +335,32 @@ else
 	t_fail cli-help-cmd "$(head -c 200 "$work/err" | tr '\n' ' ')"
 fi
 
+# T3-09: the commands that return 4 (permission denied) say so in --help,
+# and do return it: an unreadable input, as an unprivileged user
+bad=
+for c in nccl-check topo p2p thermal; do
+	"$bin" "$c" --help 2>&1 | tr '\n' ' ' | grep -Eq '(,|;) 4 permission denied' || bad+=" $c --help lacks 4;"
+done
+if ((EUID == 0)) && command -v setpriv >/dev/null; then
+	nob=$work/nobody
+	mkdir -p "$nob"
+	chmod 755 "$work" "$nob"
+	echo "host:1:1 [0] NCCL INFO Bootstrap : Using eth0" >"$nob/log"
+	cp "$NVS_TOP/tests/topo/5090-switch.dump" "$nob/dump"
+	chmod 600 "$nob/log" "$nob/dump"
+	cp "$plain/nvsidecar" "$nob/nvsidecar"
+	chmod 755 "$nob/nvsidecar"
+	# (thermal: --record's file is made before the module is asked, in a directory nobody cannot write)
+	for c in "nccl-check $nob/log" "topo --pci-dump $nob/dump" "p2p --nccl-log $nob/log" \
+		"thermal --record $nob/rec.csv --duration 1"; do
+		# shellcheck disable=SC2086 # words
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$nob/nvsidecar" $c >/dev/null 2>"$work/err"
+		r=$?
+		[[ $r == 4 ]] || bad+=" [$c] as nobody: rc $r, want 4: $(head -c 100 "$work/err");"
+	done
+fi
+[[ -z $bad ]] && t_pass cli-help-exit-perm || t_fail cli-help-exit-perm "$bad"
+
 # --- unit tests of the pure functions and the formatters ------------------
 cc_unit() {
 	local out=$1
