@@ -216,8 +216,10 @@ if gcc -shared -fPIC -O2 -DSHAPE_615 -DINIT_COPY=2 -Wl,-soname,libcuda.so.1 -o "
 import json, sys
 d = {x["name"]: x for x in json.load(open(sys.argv[1]))["checks"]}
 c, v = d["libcuda-patched"], d["driver-libcuda"]
-print(c["result"], "stale" in c["message"], "re-run nvsidecar libcuda patch" in c["fix"].lower(), v["result"],
-      "615.71.09 but the kernel driver is 620.10.02" in v["message"])' "$work/json" 2>&1)
+# T3-15: patch --out writes into exactly DIR, so the fix names a directory for the new driver
+print(c["result"], "stale" in c["message"],
+      "\x60nvsidecar libcuda patch --out " + sys.argv[2] + "/620.10.02'"'"'" in c["fix"] and "rolling upgrade" in c["fix"],
+      v["result"], "615.71.09 but the kernel driver is 620.10.02" in v["message"])' "$work/json" "$work/patched" 2>&1)
 	[[ $rc == 1 && $got == "FAIL True True FAIL True" ]] && t_pass doctor-patched-stale || t_fail doctor-patched-stale "rc $rc: $got"
 else
 	t_fail doctor-patched-fixture "could not build or patch the fake libcuda: $(cat "$work/err" "$work/log" 2>/dev/null | tail -n 2 | tr '\n' ' ')"
