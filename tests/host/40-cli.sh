@@ -335,6 +335,36 @@ else
 	t_fail cli-help-cmd "$(head -c 200 "$work/err" | tr '\n' ' ')"
 fi
 
+# `--help' wherever --json puts it (review A7, A8): help and exit 0; an
+# action missing after a leading --json is named as missing
+bad=
+for a in "--json set --help" "set --json --help" "set --help --json" "set 0 --help" "set gpu0 mem-hz 5 --help" \
+	"--json dmabuf --help" "dmabuf --json --help" "--json libcuda --help" "libcuda --json --help" "--json --help"; do
+	# shellcheck disable=SC2086 # words
+	"$bin" $a >"$work/out" 2>"$work/err"
+	r=$?
+	[[ $r == 0 ]] && grep -q '^Usage: ' "$work/out" || bad+=" [$a] rc $r: $(head -c 120 "$work/err" "$work/out" | tr '\n' ' ');"
+done
+[[ -z $bad ]] && t_pass cli-json-help-anywhere || t_fail cli-json-help-anywhere "$bad"
+bad=
+# shellcheck disable=SC2089 # the quote is in the message part, not in the words
+for a in "--json libcuda:Missing action: status, patch, verify, restore or env" "libcuda --json:Missing action: status" \
+	"--json dmabuf:Missing action: \`probe'" "dmabuf --json:Missing action: \`probe'"; do
+	# shellcheck disable=SC2086,SC2090 # words
+	"$bin" ${a%%:*} >"$work/out" 2>"$work/err"
+	r=$?
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["exit"] == 2 and d["error"].startswith(sys.argv[2]), d' \
+		"$work/out" "${a#*:}" 2>/dev/null && [[ $r == 2 ]] || bad+=" [${a%%:*}] rc $r: $(head -c 150 "$work/out");"
+done
+# and the actions still run after a leading --json
+"$bin" --json libcuda status --bogus >"$work/out" 2>/dev/null
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["error"] == "Invalid argument: `--bogus'"'"'", d' \
+	"$work/out" 2>/dev/null || bad+=" [--json libcuda status --bogus] $(head -c 150 "$work/out");"
+"$bin" --json dmabuf probe --bogus >"$work/out" 2>/dev/null
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["error"] == "Invalid argument: `--bogus'"'"'", d' \
+	"$work/out" 2>/dev/null || bad+=" [--json dmabuf probe --bogus] $(head -c 150 "$work/out");"
+[[ -z $bad ]] && t_pass cli-json-missing-action || t_fail cli-json-missing-action "$bad"
+
 # T3-09: the commands that return 4 (permission denied) say so in --help,
 # and do return it: an unreadable input, as an unprivileged user
 bad=
