@@ -391,6 +391,21 @@ if ((EUID == 0)) && command -v setpriv >/dev/null; then
 fi
 [[ -z $bad ]] && t_pass cli-help-exit-perm || t_fail cli-help-exit-perm "$bad"
 
+# A14: the man page documents what set --help and the doctor's settings name
+man8=$NVS_TOP/docs/nvsidecar.8
+sect() { sed -n "/^\\.S[SH] $1\$/,/^\\.S[SH] $2\$/p" "$man8" | sed 's/\\-/-/g'; }
+bad=
+set_sec=$(sect set events)
+for w in '.RB [ mem-hz' '.BI mem-hz' 'CAP_SYS_ADMIN' '.B --json'; do
+	grep -qF -- "$w" <<<"$set_sec" || bad+=" set section lacks \`$w';"
+done
+env_sec=$(sect ENVIRONMENT FILES)
+for v in NVSIDECAR_DATADIR NVSIDECAR_STATE_DIR NVSIDECAR_VERDICT_MAX_AGE NVSIDECAR_DOCTOR_TIMEOUT; do
+	grep -q "^\.B $v\$" <<<"$env_sec" || bad+=" ENVIRONMENT lacks $v;"
+done
+grep -q '^\.I @DATADIR@/nvsidecar/known-issues.tsv$' <<<"$(sect FILES EXAMPLES)" || bad+=" FILES lacks known-issues.tsv;"
+[[ -z $bad ]] && t_pass cli-man-set-env || t_fail cli-man-set-env "$bad"
+
 # --- unit tests of the pure functions and the formatters ------------------
 cc_unit() {
 	local out=$1
