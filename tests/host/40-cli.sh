@@ -335,6 +335,77 @@ else
 	t_fail cli-help-cmd "$(head -c 200 "$work/err" | tr '\n' ' ')"
 fi
 
+# `--help' wherever --json puts it (review A7, A8): help and exit 0; an
+# action missing after a leading --json is named as missing
+bad=
+for a in "--json set --help" "set --json --help" "set --help --json" "set 0 --help" "set gpu0 mem-hz 5 --help" \
+	"--json dmabuf --help" "dmabuf --json --help" "--json libcuda --help" "libcuda --json --help" "--json --help"; do
+	# shellcheck disable=SC2086 # words
+	"$bin" $a >"$work/out" 2>"$work/err"
+	r=$?
+	[[ $r == 0 ]] && grep -q '^Usage: ' "$work/out" || bad+=" [$a] rc $r: $(head -c 120 "$work/err" "$work/out" | tr '\n' ' ');"
+done
+[[ -z $bad ]] && t_pass cli-json-help-anywhere || t_fail cli-json-help-anywhere "$bad"
+bad=
+# shellcheck disable=SC2089 # the quote is in the message part, not in the words
+for a in "--json libcuda:Missing action: status, patch, verify, restore or env" "libcuda --json:Missing action: status" \
+	"--json dmabuf:Missing action: \`probe'" "dmabuf --json:Missing action: \`probe'"; do
+	# shellcheck disable=SC2086,SC2090 # words
+	"$bin" ${a%%:*} >"$work/out" 2>"$work/err"
+	r=$?
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["exit"] == 2 and d["error"].startswith(sys.argv[2]), d' \
+		"$work/out" "${a#*:}" 2>/dev/null && [[ $r == 2 ]] || bad+=" [${a%%:*}] rc $r: $(head -c 150 "$work/out");"
+done
+# and the actions still run after a leading --json
+"$bin" --json libcuda status --bogus >"$work/out" 2>/dev/null
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["error"] == "Invalid argument: `--bogus'"'"'", d' \
+	"$work/out" 2>/dev/null || bad+=" [--json libcuda status --bogus] $(head -c 150 "$work/out");"
+"$bin" --json dmabuf probe --bogus >"$work/out" 2>/dev/null
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["error"] == "Invalid argument: `--bogus'"'"'", d' \
+	"$work/out" 2>/dev/null || bad+=" [--json dmabuf probe --bogus] $(head -c 150 "$work/out");"
+[[ -z $bad ]] && t_pass cli-json-missing-action || t_fail cli-json-missing-action "$bad"
+
+# T3-09: the commands that return 4 (permission denied) say so in --help,
+# and do return it: an unreadable input, as an unprivileged user
+bad=
+for c in nccl-check topo p2p thermal; do
+	"$bin" "$c" --help 2>&1 | tr '\n' ' ' | grep -Eq '(,|;) 4 permission denied' || bad+=" $c --help lacks 4;"
+done
+if ((EUID == 0)) && command -v setpriv >/dev/null; then
+	nob=$work/nobody
+	mkdir -p "$nob"
+	chmod 755 "$work" "$nob"
+	echo "host:1:1 [0] NCCL INFO Bootstrap : Using eth0" >"$nob/log"
+	cp "$NVS_TOP/tests/topo/5090-switch.dump" "$nob/dump"
+	chmod 600 "$nob/log" "$nob/dump"
+	cp "$plain/nvsidecar" "$nob/nvsidecar"
+	chmod 755 "$nob/nvsidecar"
+	# (thermal: --record's file is made before the module is asked, in a directory nobody cannot write)
+	for c in "nccl-check $nob/log" "topo --pci-dump $nob/dump" "p2p --nccl-log $nob/log" \
+		"thermal --record $nob/rec.csv --duration 1"; do
+		# shellcheck disable=SC2086 # words
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$nob/nvsidecar" $c >/dev/null 2>"$work/err"
+		r=$?
+		[[ $r == 4 ]] || bad+=" [$c] as nobody: rc $r, want 4: $(head -c 100 "$work/err");"
+	done
+fi
+[[ -z $bad ]] && t_pass cli-help-exit-perm || t_fail cli-help-exit-perm "$bad"
+
+# A14: the man page documents what set --help and the doctor's settings name
+man8=$NVS_TOP/docs/nvsidecar.8
+sect() { sed -n "/^\\.S[SH] $1\$/,/^\\.S[SH] $2\$/p" "$man8" | sed 's/\\-/-/g'; }
+bad=
+set_sec=$(sect set events)
+for w in '.RB [ mem-hz' '.BI mem-hz' 'CAP_SYS_ADMIN' '.B --json'; do
+	grep -qF -- "$w" <<<"$set_sec" || bad+=" set section lacks \`$w';"
+done
+env_sec=$(sect ENVIRONMENT FILES)
+for v in NVSIDECAR_DATADIR NVSIDECAR_STATE_DIR NVSIDECAR_VERDICT_MAX_AGE NVSIDECAR_DOCTOR_TIMEOUT; do
+	grep -q "^\.B $v\$" <<<"$env_sec" || bad+=" ENVIRONMENT lacks $v;"
+done
+grep -q '^\.I @DATADIR@/nvsidecar/known-issues.tsv$' <<<"$(sect FILES EXAMPLES)" || bad+=" FILES lacks known-issues.tsv;"
+[[ -z $bad ]] && t_pass cli-man-set-env || t_fail cli-man-set-env "$bad"
+
 # --- unit tests of the pure functions and the formatters ------------------
 cc_unit() {
 	local out=$1

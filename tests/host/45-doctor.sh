@@ -124,6 +124,59 @@ bad empty-patched 'empty directory name' --patched ''
 [[ $? == 0 ]] && grep -q -- '--strict' "$work/help" && grep -q '^Exit status' "$work/help" &&
 	grep -q '^0 healthy' "$work/help" && grep -q 'doctor.conf' "$work/help" &&
 	grep -q 'HealthCheckProgram' "$work/help" && t_pass doctor-help || t_fail doctor-help "$(head -3 "$work/help")"
+# T3-06: the doctor's 0/1/2 are not Nagios codes (Nagios: 1 WARNING, 2
+# CRITICAL, 3 UNKNOWN); the help, README and man page say so and name the
+# mapping nvsidecar-healthcheck --nagios does (0 OK, 2 CRITICAL, 3 UNKNOWN)
+why=
+grep -qi 'as Nagios plugins' "$work/help" && why+=" help claims Nagios reads 0/1/2;"
+tr '\n' ' ' <"$work/help" | grep -q "nvsidecar-healthcheck --nagios', which maps 0 to OK (0), 1 and a doctor that timed out or is missing to CRITICAL (2), and 2 to UNKNOWN (3)" ||
+	why+=" help lacks the --nagios mapping;"
+tr '\n' ' ' <"$top/README.md" | grep -q 'exit 0/1/2 for *node-problem-detector and Nagios' && why+=" README claims Nagios;"
+tr '\n' ' ' <"$top/README.md" | grep -q 'nvsidecar-healthcheck --nagios`, which maps them to 0 OK, 2 CRITICAL' ||
+	why+=" README lacks the mapping;"
+grep -q 'it maps the doctor.s 0 to OK (0), its 1, a doctor that timed out' "$top/docs/nvsidecar.8" || why+=" man page lacks the mapping;"
+# and the mapping is what the health check does: doctor's 0/1/2 -> 0/2/3
+hc=$work/hc-doctor
+printf '#!/bin/sh\necho "FAIL: x: y"\nexit "$HC_RC"\n' >"$hc"
+chmod +x "$hc"
+for m in 0:0 1:2 2:3; do
+	HC_RC=${m%%:*} NVSIDECAR_BIN=$hc NVSIDECAR_DEFAULTS=/nonexistent NVSIDECAR_HEALTHCHECK_DIR=$work/hcdir \
+		bash "$top/scripts/slurm/nvsidecar-healthcheck" --nagios >/dev/null 2>&1
+	r=$?
+	[[ $r == "${m#*:}" ]] || why+=" doctor exit ${m%%:*} -> --nagios exit $r, want ${m#*:};"
+done
+[[ -z $why ]] && t_pass doctor-help-nagios || t_fail doctor-help-nagios "$why"
+
+# The verdict cache's settings (review A4): a value the doctor cannot use is a
+# WARN naming the variable and the value, not a silent default; a relative
+# NVSIDECAR_STATE_DIR would be another directory in each caller's cwd.
+# settings NAME VAR VALUE WANT: WANT in the full-cache-settings WARN of doctor --quick
+settings() {
+	env "$2=$3" "$bin" doctor --quick --json >"$work/set.json" 2>"$work/err"
+	"$py" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+w = [c for c in d["checks"] if c["name"] == "full-cache-settings"]
+if sys.argv[2] == "-":
+    assert not w, w
+else:
+    assert len(w) == 1 and w[0]["result"] == "WARN" and sys.argv[2] in w[0]["message"], w
+    assert "/etc/default/nvsidecar" in w[0]["fix"], w
+' "$work/set.json" "$4" 2>>"$work/set.err" || echo "[$2=$3] $(tail -1 "$work/set.err")"
+}
+: >"$work/set.err"
+miss=
+for v in 1h abc -1 ' 5' 99999999999 8640001 ''; do
+	miss+=$(settings age NVSIDECAR_VERDICT_MAX_AGE "$v" "NVSIDECAR_VERDICT_MAX_AGE=\`$v' is not a number of seconds from 0 to 8640000: using 7200 s")
+done
+for v in 0 3600 8640000; do
+	miss+=$(settings age-ok NVSIDECAR_VERDICT_MAX_AGE "$v" -)
+done
+[[ -z $miss ]] && t_pass doctor-verdict-max-age-bad || t_fail doctor-verdict-max-age-bad "$miss"
+miss=$(settings rel NVSIDECAR_STATE_DIR rel/dir "NVSIDECAR_STATE_DIR=\`rel/dir' is not an absolute path: the verdict is kept in $work/noroot/var/lib/nvsidecar instead")
+miss+=$(settings empty NVSIDECAR_STATE_DIR '' "NVSIDECAR_STATE_DIR=\`' is empty: the verdict is kept in")
+miss+=$(settings abs NVSIDECAR_STATE_DIR "$work/vstate" -)
+[[ -z $miss ]] && t_pass doctor-verdict-state-dir-bad || t_fail doctor-verdict-state-dir-bad "$miss"
 
 # A missing dump is the admin's typo, not an unhealthy node (T3-08): exit 2
 # (usage) before any check runs, never 1 ("drain the node"); also with --quick.
@@ -163,8 +216,10 @@ if gcc -shared -fPIC -O2 -DSHAPE_615 -DINIT_COPY=2 -Wl,-soname,libcuda.so.1 -o "
 import json, sys
 d = {x["name"]: x for x in json.load(open(sys.argv[1]))["checks"]}
 c, v = d["libcuda-patched"], d["driver-libcuda"]
-print(c["result"], "stale" in c["message"], "re-run nvsidecar libcuda patch" in c["fix"].lower(), v["result"],
-      "615.71.09 but the kernel driver is 620.10.02" in v["message"])' "$work/json" 2>&1)
+# T3-15: patch --out writes into exactly DIR, so the fix names a directory for the new driver
+print(c["result"], "stale" in c["message"],
+      "\x60nvsidecar libcuda patch --out " + sys.argv[2] + "/620.10.02'"'"'" in c["fix"] and "rolling upgrade" in c["fix"],
+      v["result"], "615.71.09 but the kernel driver is 620.10.02" in v["message"])' "$work/json" "$work/patched" 2>&1)
 	[[ $rc == 1 && $got == "FAIL True True FAIL True" ]] && t_pass doctor-patched-stale || t_fail doctor-patched-stale "rc $rc: $got"
 else
 	t_fail doctor-patched-fixture "could not build or patch the fake libcuda: $(cat "$work/err" "$work/log" 2>/dev/null | tail -n 2 | tr '\n' ' ')"

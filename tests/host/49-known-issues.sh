@@ -290,6 +290,67 @@ k = d["known-issues"]
 assert k["result"] == "SKIP" and "nowhere/known-issues.tsv" in k["message"] and "NVSIDECAR_DATADIR" in k["fix"], k
 ' "$work/none.json" 2>"$work/err" && t_pass known-table-missing || t_fail known-table-missing "$(tail -1 "$work/err")"
 
+# --- a table that is there but not one: bounded, never a hang, never an OK ----
+# (review A1, A2, A11) each is a WARN known-issues check naming the file and
+# what it is; the doctor finishes within seconds whatever the file is.
+# bad NAME SETUP: a data directory $work/bad-NAME whose known-issues.tsv SETUP makes
+bad_table() {
+	local d=$work/bad-$1
+	mkdir -p "$d"
+	eval "$2"
+	NVS_DOCTOR_ROOT=$work/rb NVS_NVIDIA_VERSION_FILE=$work/none NVSIDECAR_DATADIR=$d \
+		timeout -k 2 20 "$bin" doctor --json >"$work/bad-$1.json" 2>"$work/bad-$1.err"
+	echo $? >"$work/bad-$1.rc"
+}
+# known_check NAME RESULT TEXT: the known-issues check of bad-NAME has RESULT and TEXT in its message
+known_check() {
+	"$py" -c '
+import json, sys
+d = {c["name"]: c for c in json.load(open(sys.argv[1]))["checks"]}
+k = d["known-issues"]
+assert k["result"] == sys.argv[2] and sys.argv[3] in k["message"], k
+' "$work/bad-$1.json" "$2" "$3" 2>"$work/err"
+}
+bad_table zero 'ln -s /dev/zero "$d/known-issues.tsv"'
+[[ $(cat "$work/bad-zero.rc") != 124 ]] && known_check zero WARN "is not a regular file (a character device)" &&
+	t_pass known-table-dev-zero ||
+	t_fail known-table-dev-zero "rc $(cat "$work/bad-zero.rc"): $(tail -1 "$work/err")"
+bad_table fifo 'mkfifo "$d/known-issues.tsv"'
+[[ $(cat "$work/bad-fifo.rc") != 124 ]] && known_check fifo WARN "is not a regular file (a FIFO)" &&
+	t_pass known-table-fifo ||
+	t_fail known-table-fifo "rc $(cat "$work/bad-fifo.rc") (124: it hung): $(tail -1 "$work/err")"
+bad_table dir 'mkdir "$d/known-issues.tsv"'
+known_check dir WARN "known-issues.tsv' is a directory" && t_pass known-table-dir ||
+	t_fail known-table-dir "$(tail -1 "$work/err")"
+# one line over the cap (1 MiB): refused as a whole, in bounded memory
+bad_table big 'head -c 1100000 /dev/zero | tr "\\0" x >"$d/known-issues.tsv"'
+known_check big WARN "is larger than 1048576 bytes" && t_pass known-table-big ||
+	t_fail known-table-big "$(tail -1 "$work/err")"
+# unreadable (not as root: root reads it anyway) is a WARN with the reason too
+if [[ $(id -u) != 0 ]]; then
+	bad_table eacces 'tab x - "*" - WARN c f https://example.org/x >"$d/known-issues.tsv"; chmod 000 "$d/known-issues.tsv"'
+	known_check eacces WARN "Permission denied" && t_pass known-table-eacces ||
+		t_fail known-table-eacces "$(tail -1 "$work/err")"
+fi
+# empty, comments only, and only bad rows: nothing is checked, so not an OK
+bad_table empty ': >"$d/known-issues.tsv"'
+bad_table header 'grep "^#" "$table" >"$d/known-issues.tsv"'
+bad_table allbad 'tab t-bad nccl ">=2.x" - WARN c f https://example.org/x >"$d/known-issues.tsv"'
+known_check empty WARN "has no rows: no known issue is checked" &&
+	known_check header WARN "has no rows: no known issue is checked" &&
+	known_check allbad WARN "has no rows that could be read" && t_pass known-table-empty ||
+	t_fail known-table-empty "$(tail -1 "$work/err")"
+# a UTF-8 byte order mark before the first row is skipped, as doctor.conf skips it:
+# the row keeps its id and matches (rb has no GB20x: the row's condition is -)
+bad_table bom '{ printf "\357\273\277"; tab bom-row - "*" - WARN "bom row" f https://example.org/x; } >"$d/known-issues.tsv"'
+"$py" -c '
+import json, sys
+d = {c["name"]: c for c in json.load(open(sys.argv[1]))["checks"]}
+assert "known-issues-table" not in d, d["known-issues-table"]
+assert d["known-bom-row"]["result"] == "WARN", d.get("known-bom-row")
+assert d["known-issues"]["result"] == "OK" and d["known-issues"]["message"].startswith("1 of 1 "), d["known-issues"]
+' "$work/bad-bom.json" 2>"$work/err" && t_pass known-table-bom || t_fail known-table-bom "$(tail -1 "$work/err")"
+
 # --- the exit status: 1 when any check failed (a FAIL row is one), WARN rows
 # only with --strict; the JSON's exit is the process's (nvsidecar(8)) --------
 NVS_DOCTOR_ROOT=$work/ra NVS_NVIDIA_VERSION_FILE=$work/ra-version NVS_VERSIONS_LIBDIR=$la \

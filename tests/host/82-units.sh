@@ -144,6 +144,71 @@ rc=$?
 runner bogus 2>"$work/cron/err"
 [[ $? == 2 ]] && grep -q 'Usage: nvsidecar-cron' "$work/cron/err" && t_pass cron-bad-job || t_fail cron-bad-job "$(cat "$work/cron/err")"
 
+# the doctor job gets the verdict's settings (review A3: `doctor --full' stores
+# its verdict where the health check reads it) and a time limit fit for
+# --full (A3c); a stand-in doctor and timeout record what they were given
+mkdir -p "$work/cron/env-bin"
+cat >"$work/cron/envdoc" <<'EOS'
+#!/bin/sh
+shift # the subcommand, always doctor
+echo "args=$*|state=${NVSIDECAR_STATE_DIR-unset}|age=${NVSIDECAR_VERDICT_MAX_AGE-unset}" >>"$CRON_LOG"
+EOS
+cat >"$work/cron/env-bin/timeout" <<EOS
+#!/bin/sh
+echo "timeout \$*" >>"$work/cron/tlog"
+exec $(command -v timeout) "\$@"
+EOS
+chmod 755 "$work/cron/envdoc" "$work/cron/env-bin/timeout"
+envrunner() { # DEFAULTS JOB: the runner with the recording doctor and timeout
+	: >"$work/cron/log"
+	: >"$work/cron/tlog"
+	PATH=$work/cron/env-bin:$PATH NVSIDECAR_DEFAULTS=$1 NVSIDECAR_BIN=$work/cron/envdoc CRON_LOG=$work/cron/log \
+		NVSIDECAR_SYSTEMD_RUNDIR=$work/cron/none dash "$cron/nvsidecar-cron" "$2" 2>"$work/cron/err"
+}
+cat >"$work/cron/d-full" <<EOS
+NVSIDECAR_DOCTOR_ARGS=--full
+NVSIDECAR_STATE_DIR=$work/cron/vstate
+NVSIDECAR_VERDICT_MAX_AGE=3600
+NVSIDECAR_TEXTFILE_DIR=$work/cron/tf
+NVSIDECAR_CRON_LOCKDIR=$work/cron/lock2
+EOS
+envrunner "$work/cron/d-full" doctor
+got=$(cat "$work/cron/log")
+want="args=--full|state=$work/cron/vstate|age=3600"
+envrunner "$work/cron/d-full" metrics
+got+=" $(cat "$work/cron/log")"
+want+=" args=--brief --textfile $work/cron/tf|state=$work/cron/vstate|age=3600"
+[[ $got == "$want" ]] && t_pass cron-doctor-verdict-env || t_fail cron-doctor-verdict-env "got '$got', want '$want'"
+# the doctor job's limit: 150 s with --full, 60 s without, NVSIDECAR_DOCTOR_TIMEOUT over both;
+# a bad value is logged and the default used
+envrunner "$work/cron/d-full" doctor
+got=$(cut -d' ' -f2-4 "$work/cron/tlog")
+sed -e '/^NVSIDECAR_DOCTOR_ARGS=/d' "$work/cron/d-full" >"$work/cron/d-quick"
+envrunner "$work/cron/d-quick" doctor
+got+=" $(cut -d' ' -f2-4 "$work/cron/tlog")"
+{ cat "$work/cron/d-full"; echo 'NVSIDECAR_DOCTOR_TIMEOUT=300'; } >"$work/cron/d-t300"
+envrunner "$work/cron/d-t300" doctor
+got+=" $(cut -d' ' -f2-4 "$work/cron/tlog")"
+{ cat "$work/cron/d-full"; echo 'NVSIDECAR_DOCTOR_TIMEOUT=2m'; } >"$work/cron/d-tbad"
+envrunner "$work/cron/d-tbad" doctor
+got+=" $(cut -d' ' -f2-4 "$work/cron/tlog")"
+want="-k 5 150 -k 5 60 -k 5 300 -k 5 150"
+[[ $got == "$want" ]] && grep -q "NVSIDECAR_DOCTOR_TIMEOUT=\`2m' in $work/cron/d-tbad is not a number of seconds; using 150" \
+	"$work/cron/err" && t_pass cron-doctor-timeout || t_fail cron-doctor-timeout "got '$got', want '$want': $(cat "$work/cron/err")"
+# one file, read alike by the cron runner and the health check (review A6):
+# single quotes, CRLF line ends, leading and trailing blanks
+printf '%s\r\n' "  NVSIDECAR_DOCTOR_ARGS='--full --strict'  " "NVSIDECAR_STATE_DIR=\"$work/cron/vstate\"" \
+	"	NVSIDECAR_VERDICT_MAX_AGE=600 " "NVSIDECAR_CRON_LOCKDIR=$work/cron/lock2" >"$work/cron/d-odd"
+envrunner "$work/cron/d-odd" doctor
+got=$(cat "$work/cron/log")
+hc=$(bash -c "$(sed -n '/^read_defaults() {/,/^}/p' "$NVS_TOP/scripts/slurm/nvsidecar-healthcheck")"'
+read_defaults "$1"
+read -ra a <<<"$NVSIDECAR_DOCTOR_ARGS"
+echo "args=${a[*]}|state=$NVSIDECAR_STATE_DIR|age=$NVSIDECAR_VERDICT_MAX_AGE"' _ "$work/cron/d-odd")
+want="args=--full --strict|state=$work/cron/vstate|age=600"
+[[ $got == "$want" && $hc == "$want" ]] && t_pass cron-defaults-same-as-healthcheck ||
+	t_fail cron-defaults-same-as-healthcheck "cron '$(cat -A <<<"$got")', health check '$hc', want '$want'"
+
 # --- the postinst and the initramfs ---------------------------------------------------
 if ((EUID != 0)) || ! unshare --mount --propagation private true 2>/dev/null; then
 	for t in stale refresh not-in-image hook-off rpm-not-in-image; do

@@ -234,6 +234,31 @@ static bool cached_layer(const char *layer)
 	return !strcmp(layer, "full") || !strcmp(layer, "libcuda") || !strcmp(layer, "gdr");
 }
 
+/*
+ * A verdict setting the doctor cannot use is said, with the value it has
+ * and what is used instead: a silent default would store or look for the
+ * verdict somewhere else than the admin meant (review A4). After
+ * full_store's own line, so that it is not stored in the verdict.
+ */
+static void settings_warn(struct nvs_checks *c, const char *dir)
+{
+	const char *v = nvs_env_state_dir_bad();
+
+	if (v) {
+		add(c, CK_WARN, "full", "full-cache-settings",
+		    "NVSIDECAR_STATE_DIR=`%.200s' is %s: the verdict is kept in %s instead", v,
+		    v[0] ? "not an absolute path" : "empty", dir);
+		fix(c, "Set NVSIDECAR_STATE_DIR to an absolute path (a per-node writable directory), or remove the setting, in /etc/default/nvsidecar");
+	}
+	v = nvs_env_verdict_max_age_bad();
+	if (v) {
+		add(c, CK_WARN, "full", "full-cache-settings",
+		    "NVSIDECAR_VERDICT_MAX_AGE=`%.100s' is not a number of seconds from 0 to %u: using %u s", v,
+		    NVS_VERDICT_MAX_AGE_MAX, NVS_VCACHE_MAX_AGE_DEF);
+		fix(c, "Set NVSIDECAR_VERDICT_MAX_AGE to plain seconds (e.g. 3600 for an hour, no unit), or remove the setting, in /etc/default/nvsidecar");
+	}
+}
+
 static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 {
 	struct nvs_vcache *v = calloc(1, sizeof(*v));
@@ -270,6 +295,7 @@ static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 		    dir, NVS_VCACHE_FILE, v->key.v[VK_DRIVER], v->key.v[VK_FLAVOUR], v->key.v[VK_KERNEL],
 		    v->key.v[VK_BIOS_VERSION], v->key.v[VK_BIOS_DATE]);
 	}
+	settings_warn(c, dir);
 	free(v);
 }
 
@@ -288,6 +314,7 @@ void nvs_doctor_cached(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 		goto out;
 	}
 	nvs_vcache_dir(o->root, dir, sizeof(dir));
+	settings_warn(c, dir);
 	ret = nvs_vcache_load(v, dir, err, sizeof(err));
 	/* never ran --full here: nothing to say on every run */
 	if (ret == -ENOENT)

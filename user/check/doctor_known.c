@@ -212,11 +212,20 @@ void nvs_doctor_known(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 	size_t matched = 0;
 	int ret = load(&t, path, sizeof(path));
 
-	if (ret) {
+	if (ret == -ENOENT) {
+		/* not installed here: nothing to judge, and nothing wrong with the node */
 		nvs_check_add(c, CK_SKIP, "known", "known-issues", "Unable to read the known-issues table %s: %s",
-			      path, strerror(-ret));
+			      path, t.why[0] ? t.why : strerror(-ret));
 		nvs_check_fix(c, "Reinstall nvsidecar, or set NVSIDECAR_DATADIR to the directory that holds %s",
 			      TABLE);
+		return;
+	}
+	if (ret) {
+		/* a table that is there but unusable hides every known issue: say so louder than a SKIP */
+		nvs_check_add(c, CK_WARN, "known", "known-issues", "Unable to read the known-issues table %s: %s",
+			      path, t.why[0] ? t.why : strerror(-ret));
+		nvs_check_fix(c, "Replace %s with the regular file nvsidecar installs (reinstall the package), or set NVSIDECAR_DATADIR to the directory that holds a good %s; no known issue is checked until then",
+			      path, TABLE);
 		return;
 	}
 	for (size_t i = 0; i < t.nerr && i < NVS_KI_MAX_ERRS; ++i) {
@@ -245,6 +254,16 @@ void nvs_doctor_known(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 		else
 			nvs_check_add(c, r->fail ? CK_FAIL : CK_WARN, "known", name, "%s%s", r->consequence, gb);
 		nvs_check_fix(c, "%s (source: %s)", r->fix, r->source);
+	}
+	if (!t.n) {
+		/* an empty table, or one truncated to its header, checks nothing: not an OK */
+		nvs_check_add(c, CK_WARN, "known", "known-issues", "The known-issues table %s has no rows%s: no known issue is checked",
+			      path, t.nerr ? " that could be read" : "");
+		nvs_check_fix(c, "Reinstall nvsidecar to restore %s (it ships with rows), or set NVSIDECAR_DATADIR to the directory that holds a complete one",
+			      TABLE);
+		free(n.modules);
+		nvs_ki_free(&t);
+		return;
 	}
 	/* the pointer is in the message: the fix of an OK check is not shown */
 	nvs_check_add(c, CK_OK, "known", "known-issues", "%zu of %zu known issues apply to this node; all, with sources: %s",

@@ -26,6 +26,7 @@
 #include "lib/env.h"
 #include "libcuda/manifest.h"
 #include "libcuda/report.h"
+#include "sys/nvdriver.h"
 
 #define add(...) nvs_check_add(__VA_ARGS__)
 #define fix(...) nvs_check_fix(__VA_ARGS__)
@@ -108,9 +109,25 @@ static bool check_patched(struct nvs_checks *c, const struct nvs_doctor_opts *o,
 	}
 	why = first_stale(r);
 	if (why) {
+		char drv[64], parent[PATH_MAX];
+		const char *base = strrchr(dir, '/');
+		int flavour;
+
 		add(c, CK_FAIL, "libcuda", "libcuda-patched", "patched copy in %s is stale: %s", dir, why);
-		fix(c, "Re-run nvsidecar libcuda patch --out %s (against the upgraded driver's libcuda); one directory per driver version keeps a rolling upgrade working",
-		    dir);
+		/*
+		 * patch --out DIR writes into exactly DIR: re-running it there
+		 * replaces the copy that nodes still on the old driver load
+		 * (T3-15). A DIR named by its version is one of a per-version
+		 * set: its sibling is named for the new driver.
+		 */
+		snprintf(parent, sizeof(parent), "%s", dir);
+		base = base ? base + 1 : dir;
+		if (base != dir && base[0] >= '0' && base[0] <= '9' && strspn(base, "0123456789.") == strlen(base))
+			parent[base - 1 - dir] = 0;
+		if (!nvs_nvdriver_info(drv, sizeof(drv), &flavour) || !drv[0])
+			snprintf(drv, sizeof(drv), "$(cat /sys/module/nvidia/version)");
+		fix(c, "Write a copy for the running driver into its own directory, `nvsidecar libcuda patch --out %s/%s', and set patched (%s, or --patched) to it: patch writes into exactly the directory it is given, so re-running it on %s would replace the copy that nodes still on the old driver load during a rolling upgrade",
+		    parent, drv, NVS_DOCTOR_CONF, dir);
 		return false;
 	}
 	if (r->v != LC_PATCHED) {

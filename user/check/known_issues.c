@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "check/known_issues.h"
+#include "lib/io.h"
 
 const char *const nvs_ki_components[] = {
 	"kernel", "driver", "libcuda", "nccl", "ucx", "libfabric", "rdma-core", NULL,
@@ -514,26 +516,65 @@ static bool printable(const char *s, size_t n)
 	return true;
 }
 
+/* Why path is not a table, by what stat() says it is; 0 for a regular file. */
+static int not_regular(const struct stat *st, const char *path, char *why, size_t len)
+{
+	if (S_ISREG(st->st_mode))
+		return 0;
+	if (S_ISDIR(st->st_mode)) {
+		snprintf(why, len, "`%s' is a directory, not the table file", path);
+		return -EISDIR;
+	}
+	snprintf(why, len, "`%s' is not a regular file (%s)", path,
+		 S_ISFIFO(st->st_mode) ? "a FIFO" : S_ISCHR(st->st_mode) ? "a character device" :
+		 S_ISBLK(st->st_mode) ? "a block device" : S_ISSOCK(st->st_mode) ? "a socket" : "not a file");
+	return -EINVAL;
+}
+
 int nvs_ki_load(struct nvs_ki_table *t, const char *path)
 {
-	char *line = NULL, err[400];
+	char *line, err[400];
 	unsigned int no = 0;
-	size_t cap = 0;
-	ssize_t got;
-	int ret = 0;
-	FILE *f;
+	struct nvs_ifile in;
+	struct stat st;
+	size_t n;
+	bool cut;
+	int ret;
 
 	memset(t, 0, sizeof(*t));
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while ((got = getline(&line, &cap, f)) >= 0) {
+	/*
+	 * stat() first: a FIFO or a device is named, never opened (opening
+	 * one may wait, or do something); fstat() again on what was opened,
+	 * in case the name changed in between.
+	 */
+	if (stat(path, &st) < 0) {
+		ret = -errno;
+		snprintf(t->why, sizeof(t->why), "%s", strerror(-ret));
+		return ret;
+	}
+	ret = not_regular(&st, path, t->why, sizeof(t->why));
+	if (ret)
+		return ret;
+	/* lines up to the whole cap: an over-long row is that row's error, not the table's */
+	ret = nvs_ifile_open(&in, path, NVS_KI_MAX_BYTES, NVS_KI_MAX_BYTES, t->why, sizeof(t->why));
+	if (ret)
+		return ret;
+	if (fstat(in.fd, &st) < 0) {
+		ret = -errno;
+		snprintf(t->why, sizeof(t->why), "%s", strerror(-ret));
+	} else {
+		ret = not_regular(&st, path, t->why, sizeof(t->why));
+	}
+	while (!ret && (ret = nvs_ifile_line(&in, &line, &n, &cut, t->why, sizeof(t->why))) > 0) {
 		struct nvs_ki_row r;
-		size_t n = (size_t)got;
 
+		ret = 0;
 		++no;
-		if (n && line[n - 1] == '\n')
-			line[--n] = 0;
+		/* a UTF-8 byte order mark, which some editors write first (doctor.conf skips it too) */
+		if (no == 1 && n >= 3 && !memcmp(line, "\xef\xbb\xbf", 3)) {
+			line += 3;
+			n -= 3;
+		}
 		if (n && line[n - 1] == '\r')
 			line[--n] = 0;
 		if (!n || line[0] == '#')
@@ -562,19 +603,23 @@ int nvs_ki_load(struct nvs_ki_table *t, const char *path)
 
 			if (!v) {
 				ret = -ENOMEM;
+				snprintf(t->why, sizeof(t->why), "%s", strerror(ENOMEM));
 				break;
 			}
 			t->v = v;
 		}
 		t->v[t->n++] = r;
 	}
-	if (!ret && ferror(f))
-		ret = -EIO;
-	free(line);
-	fclose(f);
-	if (ret)
+	nvs_ifile_close(&in);
+	if (ret < 0) {
+		char why[sizeof(t->why)];
+
+		memcpy(why, t->why, sizeof(why));
 		nvs_ki_free(t);
-	return ret;
+		memcpy(t->why, why, sizeof(why));
+		return ret;
+	}
+	return 0;
 }
 
 void nvs_ki_free(struct nvs_ki_table *t)

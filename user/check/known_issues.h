@@ -28,6 +28,8 @@ struct nvs_ki_row {
 
 #define NVS_KI_MAX_ERRS 8
 #define NVS_KI_MAX_ROWS 1000
+/* the table is a few dozen rows: anything larger is another file, or a damaged one */
+#define NVS_KI_MAX_BYTES (1024 * 1024)
 
 struct nvs_ki_table {
 	struct nvs_ki_row *v;
@@ -35,6 +37,8 @@ struct nvs_ki_table {
 	/* "file:line: what is wrong" for the first bad rows; nerr counts them all */
 	char errs[NVS_KI_MAX_ERRS][640];
 	size_t nerr;
+	/* why the file could not be read, when nvs_ki_load() fails; kept by nvs_ki_free() */
+	char why[600];
 };
 
 /*
@@ -54,7 +58,10 @@ struct nvs_ki_facts {
 /*
  * Reads the table at path. 0, with each bad row left out and named in
  * t->errs (the good ones still count); -errno when the file cannot be read
- * at all; -ENOMEM.
+ * at all, with the reason in t->why: -ENOENT; -EISDIR for a directory;
+ * -EINVAL for anything but a regular file (a FIFO, a device: it is never
+ * opened blocking, so it cannot hang the doctor); -EFBIG past
+ * NVS_KI_MAX_BYTES; -ENOMEM. A UTF-8 byte order mark is skipped.
  */
 int nvs_ki_load(struct nvs_ki_table *t, const char *path);
 void nvs_ki_free(struct nvs_ki_table *t);

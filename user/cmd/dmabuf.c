@@ -349,14 +349,24 @@ cleanup:
 
 int dmabuf_main(int argc, const char *argv[])
 {
-	if (argc >= 2 && !strcmp(argv[1], "probe"))
-		return probe_main(argc, argv);
-	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
-			  !strcmp(argv[1], "help"))) {
+	int a = 1;
+
+	/*
+	 * --json before the action (`dmabuf --json probe', or what the
+	 * dispatcher makes of `nvsidecar --json dmabuf'): JSON mode is set
+	 * already, the action is the first other word.
+	 */
+	while (a < argc && !strcmp(argv[a], "--json"))
+		++a;
+	if (a < argc && !strcmp(argv[a], "probe")) {
+		argv[a - 1] = argv[0];
+		return probe_main(argc - (a - 1), argv + (a - 1));
+	}
+	if (a < argc && (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h") || !strcmp(argv[a], "help"))) {
 		show_usage(stdout);
 		return NVS_EX_OK;
 	}
-	if (argc < 2)
+	if (a >= argc)
 		return out_usage("dmabuf", "Missing action: `probe'");
-	return out_usage("dmabuf", "Invalid action: `%s' (the only one is `probe')", argv[1]);
+	return out_usage("dmabuf", "Invalid action: `%s' (the only one is `probe')", argv[a]);
 }

@@ -81,8 +81,9 @@ static void show(const struct nvs_checks *c, const struct nvs_doctor_opts *o, co
 }
 
 /*
- * --brief: one line, as node-problem-detector's custom plugins, Nagios and
- * Slurm drain reasons want it: "OK: ..." or "FAIL: check: message (+N more)".
+ * --brief: one line, as node-problem-detector's custom plugins and Slurm
+ * drain reasons want it: "OK: ..." or "FAIL: check: message (+N more)".
+ * (Nagios takes its line and exit codes from nvsidecar-healthcheck --nagios.)
  */
 static void show_brief(const struct nvs_checks *c, const struct nvs_doctor_opts *o, const size_t counts[4], int ret)
 {
@@ -151,10 +152,14 @@ static void usage(FILE *f, const char *prog)
 		"  --pci-dump FILE   judge an `lspci -xxxx' dump instead of this machine\n"
 		"  --gpu-ids LIST    also treat these vendor:device ids as GPUs (tests)\n"
 		"\n"
-		"Exit status, as Nagios plugins and node-problem-detector read it:\n"
+		"Exit status (the doctor's own; node-problem-detector reads it as it is):\n"
 		"0 healthy (warnings allowed unless --strict), 1 unhealthy: a check failed\n"
 		"(or warned, with --strict), drain the node; 2 unknown: usage or settings\n"
-		"error, or the textfile could not be written.\n",
+		"error, or the textfile could not be written.\n"
+		"These are not Nagios plugin codes (Nagios reads 1 as WARNING, 2 as\n"
+		"CRITICAL, 3 as UNKNOWN): for Nagios and Icinga run\n"
+		"`nvsidecar-healthcheck --nagios', which maps 0 to OK (0), 1 and a doctor\n"
+		"that timed out or is missing to CRITICAL (2), and 2 to UNKNOWN (3).\n",
 		PROG_NAME, prog, NVS_TOOL_VERSION, NVS_DOCTOR_CONF);
 }
 

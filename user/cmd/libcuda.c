@@ -799,21 +799,28 @@ int libcuda_main(int argc, const char *argv[])
 		{ "restore", cmd_restore }, { "env", cmd_env },
 	};
 	struct opts o;
-	int r;
+	int r, a = 1;
 
-	if (argc < 2)
-		return out_usage("libcuda", "Missing command: status, patch, verify, restore or env");
-	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+	/*
+	 * --json before the action (`libcuda --json status', or what the
+	 * dispatcher makes of `nvsidecar --json libcuda'): JSON mode is set
+	 * already, the action is the first other word.
+	 */
+	while (a < argc && !strcmp(argv[a], "--json"))
+		++a;
+	if (a >= argc)
+		return out_usage("libcuda", "Missing action: status, patch, verify, restore or env");
+	if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h") || !strcmp(argv[a], "help")) {
 		usage(stdout, "libcuda");
 		return NVS_EX_OK;
 	}
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); ++i) {
-		if (strcmp(argv[1], cmds[i].name))
+		if (strcmp(argv[a], cmds[i].name))
 			continue;
-		r = parse(argc - 1, argv + 1, &o, cmds[i].name);
+		r = parse(argc - a, argv + a, &o, cmds[i].name);
 		if (r)
 			return r == 1 ? NVS_EX_OK : r;
 		return cmds[i].fn(&o);
 	}
-	return out_usage("libcuda", "Invalid libcuda command: `%s'", argv[1]);
+	return out_usage("libcuda", "Invalid libcuda command: `%s'", argv[a]);
 }

@@ -303,8 +303,8 @@ static void usage(FILE *f, const char *prog)
 		"  --json         JSON document\n"
 		"\n"
 		"Exit status: 0 read (and every expectation met), 1 an expectation failed,\n"
-		"2 usage error, unreadable input or no NCCL lines in it (nvsidecar(8) has\n"
-		"the table).\n",
+		"2 usage error, unreadable input or no NCCL lines in it, 4 permission\n"
+		"denied reading a log (nvsidecar(8) has the table).\n",
 		PROG_NAME, prog);
 }
 

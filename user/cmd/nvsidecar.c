@@ -100,8 +100,9 @@ int main(int argc, const char *argv[])
 		printf("nvsidecar %s\n", NVS_TOOL_VERSION);
 		return out_finish(NVS_EX_OK);
 	}
-	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
-			  !strcmp(argv[1], "help")) && !json_first) {
+	/* `nvsidecar --json --help' is help too: there is no document to give */
+	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help"))) {
+		out_set_json(false);
 		show_usage(stdout);
 		return out_finish(NVS_EX_OK);
 	}

@@ -234,7 +234,8 @@ static void usage(FILE *f, const char *prog)
 		"Exit status: 0 no ladder level failed; 1 a level failed (a copy failed\n"
 		"verification, no peer access, NCCL did not use P2P, bandwidth below\n"
 		"--min-efficiency); 2 usage error or an unusable --nccl-log, --pci-dump or\n"
-		"--lib; 3 no libcuda, CUDA driver or CUDA device (nvsidecar(8) has the table).\n",
+		"--lib; 3 no libcuda, CUDA driver or CUDA device; 4 permission denied\n"
+		"reading --nccl-log (nvsidecar(8) has the table).\n",
 		PROG_NAME, prog, NVS_LADDER_MIN_EFFICIENCY);
 }
 

@@ -143,10 +143,12 @@ int set_main(int argc, const char *argv[])
 	char msg[256];
 	int ret;
 
-	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		show_usage(stdout, argv[0]);
-		return NVS_EX_OK;
-	}
+	/* --help anywhere (`set --json --help', `set 0 --help'): no value of set is `--help' */
+	for (int i = 1; i < argc; ++i)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			show_usage(stdout, argv[0]);
+			return NVS_EX_OK;
+		}
 	if (parse_args(argc, argv, &req, &ext, msg, sizeof(msg)) < 0)
 		return out_usage(argv[0], "%s", msg);
 	ret = nvs_cli_open(&c, false, argv[1]);

@@ -77,7 +77,8 @@ static void show_usage(FILE *f, const char *name)
 		"                 also after Ctrl-C. Prints how many samples were lost.\n"
 		"  --allow-loss   exit 0 even if samples were lost\n\n"
 		"Exit codes: 0 success, 1 failure, 2 invalid arguments, 3 the module is\n"
-		"not loaded, 5 samples were lost during --record.\n");
+		"not loaded, 4 permission denied (the --record file, or the module\n"
+		"refused), 5 samples were lost during --record.\n");
 }
 
 static void sleep_ms(uint64_t ms)

@@ -291,7 +291,8 @@ static void usage(FILE *f, const char *prog)
 		"  --cmdline TEXT  judge this kernel command line instead of /proc/cmdline\n"
 		"\n"
 		"Exit status: 0 no warnings, 1 at least one warning finding, 2 usage error or\n"
-		"the PCI devices could not be read (nvsidecar(8) has the table).\n",
+		"the PCI devices could not be read, 4 permission denied reading --pci-dump\n"
+		"or the PCI devices (nvsidecar(8) has the table).\n",
 		PROG_NAME, prog);
 }
 

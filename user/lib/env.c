@@ -115,7 +115,17 @@ bool nvs_env_rdma_test_corrupt(void)
 
 const char *nvs_env_state_dir(void)
 {
-	return nvs_env("NVSIDECAR_STATE_DIR");
+	const char *v = nvs_env("NVSIDECAR_STATE_DIR");
+
+	/* a relative path would name another directory in every caller's cwd */
+	return v && v[0] == '/' ? v : NULL;
+}
+
+const char *nvs_env_state_dir_bad(void)
+{
+	const char *v = getenv("NVSIDECAR_STATE_DIR");
+
+	return v && v[0] != '/' ? v : NULL;
 }
 
 unsigned int nvs_env_verdict_max_age(unsigned int def)
@@ -123,5 +133,13 @@ unsigned int nvs_env_verdict_max_age(unsigned int def)
 	const char *v = nvs_env("NVSIDECAR_VERDICT_MAX_AGE");
 	uint32_t s;
 
-	return v && !nvs_parse_u32(v, 0, 100u * 86400, &s) ? s : def;
+	return v && !nvs_parse_u32(v, 0, NVS_VERDICT_MAX_AGE_MAX, &s) ? s : def;
+}
+
+const char *nvs_env_verdict_max_age_bad(void)
+{
+	const char *v = getenv("NVSIDECAR_VERDICT_MAX_AGE");
+	uint32_t s;
+
+	return v && nvs_parse_u32(v, 0, NVS_VERDICT_MAX_AGE_MAX, &s) ? v : NULL;
 }

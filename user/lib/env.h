@@ -49,13 +49,20 @@ bool nvs_env_rdma_test_corrupt(void);
 unsigned int nvs_env_test_verify_timeout_s(unsigned int def);
 /*
  * NVSIDECAR_STATE_DIR: the per-node writable directory for the verdict
- * cache (default /var/lib/nvsidecar); NULL when unset.
+ * cache (default /var/lib/nvsidecar); NULL when unset, empty or not an
+ * absolute path (nvs_env_state_dir_bad() says which).
  */
 const char *nvs_env_state_dir(void);
+/* NVSIDECAR_STATE_DIR's value when it is set but empty or relative, else NULL. */
+const char *nvs_env_state_dir_bad(void);
 /*
  * NVSIDECAR_VERDICT_MAX_AGE: seconds after which the last `doctor --full''s
- * verdict is too old to be used, [0, 100 days]; def when unset or invalid.
+ * verdict is too old to be used, [0, NVS_VERDICT_MAX_AGE_MAX]; def when
+ * unset or invalid (nvs_env_verdict_max_age_bad() says which).
  */
+#define NVS_VERDICT_MAX_AGE_MAX (100u * 86400)
 unsigned int nvs_env_verdict_max_age(unsigned int def);
+/* NVSIDECAR_VERDICT_MAX_AGE's value when it is set (empty too) but not a valid age, else NULL. */
+const char *nvs_env_verdict_max_age_bad(void);
 
 #endif
