@@ -405,6 +405,20 @@ for v in NVSIDECAR_DATADIR NVSIDECAR_STATE_DIR NVSIDECAR_VERDICT_MAX_AGE NVSIDEC
 done
 grep -q '^\.I @DATADIR@/nvsidecar/known-issues.tsv$' <<<"$(sect FILES EXAMPLES)" || bad+=" FILES lacks known-issues.tsv;"
 [[ -z $bad ]] && t_pass cli-man-set-env || t_fail cli-man-set-env "$bad"
+# T3-22: every NVS_* variable the helper reads is in ENVIRONMENT (Test hooks)
+env_sec=$(sect ENVIRONMENT FILES)
+hooks=$(grep -rhoE '(nvs_env|env_ms)\("NVS_[A-Z0-9_]+"' "$NVS_TOP/user" --include='*.c' | sed 's/.*"\(NVS_[A-Z0-9_]*\)"/\1/' | sort -u)
+bad=
+for v in $hooks; do
+	grep -qw -- "$v" <<<"$env_sec" || bad+=" $v"
+done
+if [[ -z $hooks ]]; then
+	t_fail cli-man-test-hooks "found no NVS_* variable read in user/ (the pattern is stale)"
+elif [[ -n $bad ]]; then
+	t_fail cli-man-test-hooks "nvsidecar(8) ENVIRONMENT lacks:$bad"
+else
+	t_pass "cli-man-test-hooks ($(wc -w <<<"$hooks") variables)"
+fi
 
 # --- unit tests of the pure functions and the formatters ------------------
 cc_unit() {
