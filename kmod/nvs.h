@@ -261,6 +261,7 @@ bool nvs_selftest_decode(void);		/* chips.c */
 bool nvs_selftest_ring(void);		/* sampler.c */
 bool nvs_selftest_threshold(void);	/* sampler.c */
 bool nvs_selftest_busid(void);		/* dmabuf.c */
+bool nvs_selftest_walk(void);		/* dmabuf.c */
 #endif
 
 #endif /* _NVS_H */

@@ -14,6 +14,9 @@
 #     ok/unavailable at mem_hz, unavailable_reads counting up. Now the die
 #     is asked again, p5's chips become absent (hidden, dormant: no pass
 #     reads them), and the GPU stays ok with its other chips read.
+#   K5: run merging in the dma-buf walk never spans BAR1's edges; that is
+#     a pure function, covered by the self-test build ("walk self-tests",
+#     t-selftest.sh loads it).
 set -u
 
 sim_fixture_all gb202
