@@ -418,7 +418,12 @@ static u32 nvs_addr_kind(unsigned int saw)
 	}
 }
 
-/* 0, or -EINTR when a fatal signal cut the walk short (rep then partial). */
+/*
+ * 0, or -EINTR when a fatal signal cut the walk short: rep then says
+ * nothing of the mapping (verdict and address kind unknown, no entries),
+ * as a verdict from part of the buffer would be wrong about the rest
+ * (review K7).
+ */
 static int nvs_dmabuf_walk(struct sg_table *sgt, struct device *dev,
 			   const struct nvs_bar_window *w,
 			   struct nvs_dmabuf_report *rep)
@@ -455,12 +460,21 @@ static int nvs_dmabuf_walk(struct sg_table *sgt, struct device *dev,
 			cond_resched();
 		}
 	}
+	if (ret) {
+		rep->nents = 0;
+		rep->mapped = 0;
+		rep->seg_min = 0;
+		rep->seg_max = 0;
+		rep->verdict = NVS_DMABUF_VERDICT_UNKNOWN;
+		rep->addr = NVS_DMABUF_ADDR_UNKNOWN;
+		return ret;
+	}
 	nvs_walk_flush(&wk);
 	if (!rep->nents)
 		rep->seg_min = 0;
 	rep->verdict = nvs_verdict(wk.bytes);
 	rep->addr = nvs_addr_kind(wk.saw);
-	return ret;
+	return 0;
 }
 
 /*
