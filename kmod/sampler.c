@@ -42,6 +42,7 @@
  *     all-ones, 0xBADFxxxx, fails its validity register or is implausible.
  * Passes of the first two kinds count in gpu->unavailable and add nothing
  * to the ring; every other pass is one ring entry (gpu->samples == seq).
+ * A pass skipped by the backoff counts in gpu->backoff_skips instead.
  */
 #include <linux/freezer.h>
 #include <linux/hrtimer.h>
@@ -530,9 +531,15 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 		gpu->last_mem_ns = now;
 	if (!nvs_may_sample(gpu))
 		return;
-	/* backing off from a GPU that read all-ones: nothing read, status kept */
-	if (gpu->dead_until_ns && now < gpu->dead_until_ns)
+	/*
+	 * Backing off from a GPU that read all-ones: nothing read, status
+	 * kept. Counted apart from unavailable (one per try), so userspace
+	 * can tell "backing off" (this moves) from "stuck" (review K9).
+	 */
+	if (gpu->dead_until_ns && now < gpu->dead_until_ns) {
+		gpu->backoff_skips++;
 		return;
+	}
 	if (!nvs_access_begin(gpu, &rpm, &dead)) {
 		/*
 		 * The last readings are no longer current: report them as
