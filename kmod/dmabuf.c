@@ -225,7 +225,8 @@ enum {
  * The walk's state: bytes per range class, address kinds seen, and a run
  * of physically contiguous pages not yet classified, so that a long
  * contiguous range costs one region_intersects() (it takes resource_lock)
- * instead of one per page (review N9).
+ * instead of one per page (review N9). A run never crosses an edge of
+ * BAR1 (nvs_walk_add()).
  */
 struct nvs_walk {
 	const struct nvs_bar_window *w;
@@ -243,15 +244,54 @@ static void nvs_walk_flush(struct nvs_walk *wk)
 	wk->run_len = 0;
 }
 
+/*
+ * The first edge of BAR1's CPU or bus window above addr, or 0 if none is.
+ * A run is classified as a whole, so it must lie wholly inside or wholly
+ * outside each window: one that crossed an edge would not be "in" the
+ * window, and its BAR1 bytes would count as elsewhere (review K5: BAR1's
+ * last page followed by the next BAR, or by RAM).
+ */
+static u64 nvs_window_edge(const struct nvs_bar_window *w, u64 addr)
+{
+	const u64 edge[] = { w->start, w->start + w->len, w->bus, w->bus + w->len };
+	u64 next = 0;
+	unsigned int i;
+
+	if (!w->len)
+		return 0;
+	for (i = 0; i < ARRAY_SIZE(edge); i++)
+		if (edge[i] > addr && (!next || edge[i] < next))
+			next = edge[i];
+	return next;
+}
+
+static bool nvs_window_edge_at(const struct nvs_bar_window *w, u64 addr)
+{
+	return w->len && (addr == w->start || addr == w->start + w->len ||
+			  addr == w->bus || addr == w->bus + w->len);
+}
+
+/*
+ * Adds [phys, phys + len) to the run, cut at BAR1's edges: a chunk that
+ * crosses one becomes two runs, and a run never grows across one. At most
+ * four cuts per chunk, so the walk stays as bounded as before.
+ */
 static void nvs_walk_add(struct nvs_walk *wk, u64 phys, u64 len)
 {
-	if (wk->run_len && wk->run_phys + wk->run_len == phys) {
-		wk->run_len += len;
-		return;
+	u64 edge, part;
+
+	while (len) {
+		edge = nvs_window_edge(wk->w, phys);
+		part = edge && edge - phys < len ? edge - phys : len;
+		if (!wk->run_len || wk->run_phys + wk->run_len != phys ||
+		    nvs_window_edge_at(wk->w, phys)) {
+			nvs_walk_flush(wk);
+			wk->run_phys = phys;
+		}
+		wk->run_len += part;
+		phys += part;
+		len -= part;
 	}
-	nvs_walk_flush(wk);
-	wk->run_phys = phys;
-	wk->run_len = len;
 }
 
 /*
@@ -378,7 +418,12 @@ static u32 nvs_addr_kind(unsigned int saw)
 	}
 }
 
-/* 0, or -EINTR when a fatal signal cut the walk short (rep then partial). */
+/*
+ * 0, or -EINTR when a fatal signal cut the walk short: rep then says
+ * nothing of the mapping (verdict and address kind unknown, no entries),
+ * as a verdict from part of the buffer would be wrong about the rest
+ * (review K7).
+ */
 static int nvs_dmabuf_walk(struct sg_table *sgt, struct device *dev,
 			   const struct nvs_bar_window *w,
 			   struct nvs_dmabuf_report *rep)
@@ -415,12 +460,21 @@ static int nvs_dmabuf_walk(struct sg_table *sgt, struct device *dev,
 			cond_resched();
 		}
 	}
+	if (ret) {
+		rep->nents = 0;
+		rep->mapped = 0;
+		rep->seg_min = 0;
+		rep->seg_max = 0;
+		rep->verdict = NVS_DMABUF_VERDICT_UNKNOWN;
+		rep->addr = NVS_DMABUF_ADDR_UNKNOWN;
+		return ret;
+	}
 	nvs_walk_flush(&wk);
 	if (!rep->nents)
 		rep->seg_min = 0;
 	rep->verdict = nvs_verdict(wk.bytes);
 	rep->addr = nvs_addr_kind(wk.saw);
-	return ret;
+	return 0;
 }
 
 /*

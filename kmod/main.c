@@ -69,6 +69,7 @@ static int __init nvs_mod_init(void)
 		failed += !nvs_selftest_ring();
 		failed += !nvs_selftest_threshold();
 		failed += !nvs_selftest_busid();
+		failed += !nvs_selftest_walk();
 		if (failed) {
 			pr_err("%u self-test group(s) failed: not loading\n",
 			       failed);

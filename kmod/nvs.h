@@ -117,6 +117,7 @@ struct nvs_gpu {
 	DECLARE_BITMAP(alarm_changed, NVS_MAX_SENSORS);
 	u64 samples;
 	u64 unavailable;
+	u64 backoff_skips;		/* passes not tried: backing off */
 	u64 mmio_reads;			/* every readl() of a register */
 	u64 crossings;
 	u64 last_sample_ns;
@@ -261,6 +262,7 @@ bool nvs_selftest_decode(void);		/* chips.c */
 bool nvs_selftest_ring(void);		/* sampler.c */
 bool nvs_selftest_threshold(void);	/* sampler.c */
 bool nvs_selftest_busid(void);		/* dmabuf.c */
+bool nvs_selftest_walk(void);		/* dmabuf.c */
 #endif
 
 #endif /* _NVS_H */

@@ -14,7 +14,9 @@
  *     two chips; back sides share the words). Between memory passes a
  *     sample carries the last memory readings;
  *   - DRAM chips found absent (0xBADFxxxx) or invalid when the GPU was
- *     attached are "dormant": not read by passes at all, only re-probed
+ *     attached, and those of a partition whose status word a pass reads
+ *     as all-ones while the die answers (nvs_die_gone()), are "dormant":
+ *     not read by passes at all, only re-probed
  *     after mem_reprobe_s seconds (default 30), the interval doubling
  *     after every re-probe that finds nothing, up to 32 x mem_reprobe_s,
  *     and woken up when a probe finds them valid;
@@ -40,6 +42,7 @@
  *     all-ones, 0xBADFxxxx, fails its validity register or is implausible.
  * Passes of the first two kinds count in gpu->unavailable and add nothing
  * to the ring; every other pass is one ring entry (gpu->samples == seq).
+ * A pass skipped by the backoff counts in gpu->backoff_skips instead.
  */
 #include <linux/freezer.h>
 #include <linux/hrtimer.h>
@@ -403,6 +406,67 @@ static void nvs_dead_backoff(struct nvs_gpu *gpu, u64 now)
 }
 
 /*
+ * A partition's status word read all-ones in a pass. At attach and re-probe
+ * that is a partition the board does not populate (kmod/chips.c): a card
+ * may have fewer than its chip's recipe names, an RTX 3080 5 of GA102's 6.
+ * The attach sort hides those, but it is skipped when the GPU could not be
+ * read then, and a pass that took such a partition for a dead GPU would
+ * throw every reading away and back off, on every memory pass, for as long
+ * as the GPU stays bound (review K3). So the die decides, as everywhere
+ * else: the GPU is gone only if its first die register, which answered at
+ * the start of this pass, now reads all-ones too (an FLR or a link drop
+ * between the die and the memory reads, review finding 6). One read, only
+ * when a status word was all-ones.
+ */
+static bool nvs_die_gone(struct nvs_gpu *gpu)
+{
+	const struct nvs_chip_sensor *cs = gpu->chip->sensors;
+	unsigned int i;
+
+	for (i = 0; i < gpu->nsensors; i++)
+		if (cs[i].kind == NVS_KIND_DIE)
+			return nvs_read(gpu, cs[i].off) == ~0U;
+	return false;	/* no die to ask: only a re-probe can tell */
+}
+
+/*
+ * The die still answers: partition part is not on the board. Its chips
+ * become what the attach sort makes of an absent partition, hidden and
+ * dormant, so no pass reads it again; only the re-probe does, at its own
+ * (doubling) interval, and shows them should they ever answer.
+ */
+static void nvs_part_absent(struct nvs_gpu *gpu, unsigned int part, u64 now)
+{
+	const struct nvs_chip_sensor *cs = gpu->chip->sensors;
+	bool hide = false;
+	unsigned int i;
+
+	if (!gpu->ndormant) {	/* nothing scheduled a re-probe yet */
+		gpu->reprobe_shift = 0;
+		gpu->next_reprobe_ns = now + (u64)READ_ONCE(nvs_reprobe_s) *
+					     NSEC_PER_SEC;
+	}
+	for (i = 0; i < gpu->nsensors; i++) {
+		struct nvs_sensor *st = &gpu->sensor[i];
+
+		if (cs[i].kind != NVS_KIND_MODULE || cs[i].part != part ||
+		    st->dormant || nvs_module_void(gpu, &cs[i]))
+			continue;
+		st->dormant = true;
+		gpu->ndormant++;
+		st->valid = false;
+		hide |= st->present;
+		st->present = false;
+	}
+	if (hide) {
+		/* its hwmon channels go: the sampler thread re-registers */
+		WRITE_ONCE(gpu->hwmon_stale, true);
+		if (gpu->sampler)
+			wake_up_process(gpu->sampler);
+	}
+}
+
+/*
  * The clamshell strap (kmod/chips.c), read inside a pass or the attach
  * probe after a die register answered. A read of ~0 or 0xBADFxxxx is no
  * value (the GPU in a reset, not yet initialised by its driver, or gone):
@@ -467,9 +531,15 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 		gpu->last_mem_ns = now;
 	if (!nvs_may_sample(gpu))
 		return;
-	/* backing off from a GPU that read all-ones: nothing read, status kept */
-	if (gpu->dead_until_ns && now < gpu->dead_until_ns)
+	/*
+	 * Backing off from a GPU that read all-ones: nothing read, status
+	 * kept. Counted apart from unavailable (one per try), so userspace
+	 * can tell "backing off" (this moves) from "stuck" (review K9).
+	 */
+	if (gpu->dead_until_ns && now < gpu->dead_until_ns) {
+		gpu->backoff_skips++;
 		return;
+	}
 	if (!nvs_access_begin(gpu, &rpm, &dead)) {
 		/*
 		 * The last readings are no longer current: report them as
@@ -513,16 +583,21 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 			    nvs_module_void(gpu, &cs[i]))
 				continue;
 			/*
-			 * A chip read at attach whose status word is now
-			 * all-ones: the GPU stopped answering between the
-			 * die and the memory reads (an FLR starting, the
-			 * link dropping). End the pass as a dead die read
-			 * does, before more reads that may each stall
-			 * (review finding 6).
+			 * A status word of all-ones: either the GPU stopped
+			 * answering between the die and the memory reads
+			 * (an FLR starting, the link dropping; end the pass
+			 * as a dead die read does, before more reads that
+			 * may each stall, review finding 6), or the
+			 * partition is not on the board (review K3). The
+			 * die tells which.
 			 */
 			ms = nvs_read_module(gpu, &mrd, &cs[i], &mc);
-			if (ms == NVS_MODULE_DEAD)
-				goto err_dead;
+			if (ms == NVS_MODULE_DEAD) {
+				if (nvs_die_gone(gpu))
+					goto err_dead;
+				nvs_part_absent(gpu, cs[i].part, now);
+				continue;
+			}
 			ok = ms == NVS_MODULE_OK;
 			if (ok && (hottest < 0 || mc > gpu->sensor[hottest].mc))
 				hottest = i;

@@ -16,6 +16,7 @@
  *                              writes a decimal 1..NVS_MEM_HZ_MAX
  *   samples              0444  sampling passes taken
  *   unavailable_reads    0444  passes skipped or unreadable
+ *   backoff_skips        0444  passes not tried while backing off
  *   threshold_crossings  0444  threshold crossings, all sensors
  *   last_sample_ns       0444  CLOCK_MONOTONIC ns of the last sample, 0: none
  *   seq                  0444  sequence number of the newest sample, 0: none
@@ -177,6 +178,7 @@ static DEVICE_ATTR_RO(_name)
 
 NVS_U64_ATTR(samples, samples);
 NVS_U64_ATTR(unavailable_reads, unavailable);
+NVS_U64_ATTR(backoff_skips, backoff_skips);
 NVS_U64_ATTR(threshold_crossings, crossings);
 NVS_U64_ATTR(last_sample_ns, last_sample_ns);
 NVS_U64_ATTR(seq, seq);
@@ -217,6 +219,7 @@ static struct attribute *nvs_gpu_attrs[] = {
 	&dev_attr_mem_hz.attr,
 	&dev_attr_samples.attr,
 	&dev_attr_unavailable_reads.attr,
+	&dev_attr_backoff_skips.attr,
 	&dev_attr_threshold_crossings.attr,
 	&dev_attr_last_sample_ns.attr,
 	&dev_attr_seq.attr,

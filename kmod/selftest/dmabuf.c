@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Self-tests of the PCI bus id parser used for NVS_A_DMABUF_IMPORTER
- * (strict: pci_name() forms only), built with NVS_SELFTEST, run at load.
+ * (strict: pci_name() forms only) and of the walk's run merging, built
+ * with NVS_SELFTEST, run at load.
  */
 
 struct nvs_busid_case {
@@ -59,5 +60,91 @@ bool __init nvs_selftest_busid(void)
 	if (pass)
 		pr_info("bus id self-tests (%zu cases): pass\n",
 			ARRAY_SIZE(nvs_busid_cases));
+	return pass;
+}
+
+/*
+ * Run merging in the dma-buf walk (review K5): contiguous chunks merge into
+ * one run, but never across an edge of BAR1's CPU or bus window, so BAR1
+ * bytes next to another range still count as BAR1. The window lies at 64
+ * TiB, where no System RAM is: what is outside it classifies as "other".
+ */
+#define NVS_ST_W	(1ULL << 46)
+#define NVS_ST_WB	(1ULL << 45)	/* a bus address unlike the CPU one */
+#define NVS_ST_WL	0x10000000ULL
+
+struct nvs_walk_case {
+	u64 start, bus, len;		/* the window */
+	struct { u64 phys, len; } add[3];
+	u64 tail;			/* the last run, before its flush */
+	u64 bar1, other;
+};
+
+static const struct nvs_walk_case nvs_walk_cases[] __initconst = {
+	/* contiguous inside: one run */
+	{ NVS_ST_W, NVS_ST_W, NVS_ST_WL,
+	  { { NVS_ST_W, 0x1000 }, { NVS_ST_W + 0x1000, 0x1000 } },
+	  0x2000, 0x2000, 0 },
+	/* one chunk across the end */
+	{ NVS_ST_W, NVS_ST_W, NVS_ST_WL,
+	  { { NVS_ST_W + NVS_ST_WL - 0x2000, 0x4000 } },
+	  0x2000, 0x2000, 0x2000 },
+	/* the last BAR1 page, then the next physical page */
+	{ NVS_ST_W, NVS_ST_W, NVS_ST_WL,
+	  { { NVS_ST_W + NVS_ST_WL - 0x1000, 0x1000 },
+	    { NVS_ST_W + NVS_ST_WL, 0x1000 } },
+	  0x1000, 0x1000, 0x1000 },
+	/* across the start, then on inside: still one BAR1 run */
+	{ NVS_ST_W, NVS_ST_W, NVS_ST_WL,
+	  { { NVS_ST_W - 0x1000, 0x3000 }, { NVS_ST_W + 0x2000, 0x1000 } },
+	  0x3000, 0x3000, 0x1000 },
+	/* over the whole window and both sides */
+	{ NVS_ST_W, NVS_ST_W, NVS_ST_WL,
+	  { { NVS_ST_W - 0x1000, NVS_ST_WL + 0x2000 } },
+	  0x1000, NVS_ST_WL, 0x2000 },
+	/* the bus window's end (P2PDMA bus addresses, a host bridge offset) */
+	{ NVS_ST_W, NVS_ST_WB, NVS_ST_WL,
+	  { { NVS_ST_WB + NVS_ST_WL - 0x1000, 0x2000 } },
+	  0x1000, 0x1000, 0x1000 },
+	/* not contiguous: two runs */
+	{ NVS_ST_W, NVS_ST_W, NVS_ST_WL,
+	  { { NVS_ST_W, 0x1000 }, { NVS_ST_W + 0x3000, 0x1000 } },
+	  0x1000, 0x2000, 0 },
+	/* no window (no GPU named): nothing to cut at */
+	{ 0, 0, 0,
+	  { { NVS_ST_W - 0x1000, 0x2000 }, { NVS_ST_W + 0x1000, 0x1000 } },
+	  0x3000, 0, 0x3000 },
+};
+
+bool __init nvs_selftest_walk(void)
+{
+	unsigned int i, j;
+	bool pass = true;
+
+	for (i = 0; i < ARRAY_SIZE(nvs_walk_cases); i++) {
+		const struct nvs_walk_case *c = &nvs_walk_cases[i];
+		const struct nvs_bar_window w = {
+			.start = c->start, .bus = c->bus, .len = c->len,
+		};
+		struct nvs_walk wk = { .w = &w };
+		u64 tail;
+
+		for (j = 0; j < ARRAY_SIZE(c->add) && c->add[j].len; j++)
+			nvs_walk_add(&wk, c->add[j].phys, c->add[j].len);
+		tail = wk.run_len;
+		nvs_walk_flush(&wk);
+		if (tail != c->tail || wk.bytes[NVS_RANGE_BAR1] != c->bar1 ||
+		    wk.bytes[NVS_RANGE_OTHER] != c->other ||
+		    wk.bytes[NVS_RANGE_RAM]) {
+			pr_err("walk self-test %u: got run %#llx bar1 %#llx other %#llx ram %#llx, want run %#llx bar1 %#llx other %#llx\n",
+			       i + 1, tail, wk.bytes[NVS_RANGE_BAR1],
+			       wk.bytes[NVS_RANGE_OTHER], wk.bytes[NVS_RANGE_RAM],
+			       c->tail, c->bar1, c->other);
+			pass = false;
+		}
+	}
+	if (pass)
+		pr_info("walk self-tests (%zu cases): pass\n",
+			ARRAY_SIZE(nvs_walk_cases));
 	return pass;
 }

@@ -48,7 +48,9 @@
  *   A dump interrupted by a GPU being added or removed is flagged with
  *   NLM_F_DUMP_INTR; userspace retries it. A dump request carrying
  *   NVS_A_GPU_INDEX is refused (-EINVAL): use a do for one GPU.
- *   Errors: -ENODEV (no such index), -EINVAL (bad attribute).
+ *   Errors: -ENODEV (no such index), -EINVAL (bad attribute, a do without
+ *   NVS_A_GPU_INDEX, a dump with it), -ENOMEM, -EMSGSIZE (one GPU's reply
+ *   does not fit a message).
  *
  * NVS_CMD_SAMPLES_GET
  *   dump; any user.
@@ -73,7 +75,9 @@
  *   Sequence numbers start at 1 and never repeat while the module is loaded.
  *   The dump ends at the newest sample at the time of the request. A SINCE
  *   beyond the newest sample returns no samples and NEXT = newest + 1.
- *   Errors: -ENODEV, -EINVAL.
+ *   Errors: -EINVAL (no NVS_A_GPU_INDEX, bad attribute), -ENODEV (no such
+ *   index, or the GPU was removed during the dump: extack says so),
+ *   -ENOMEM.
  *
  * NVS_CMD_GPU_SET
  *   do; CAP_NET_ADMIN (GENL_ADMIN_PERM). A SAMPLE_HZ or MEM_HZ above the
@@ -92,24 +96,32 @@
  *   All values are checked before anything is applied. Each threshold
  *   nest needs SENSOR and exactly one of MAX and CLEAR. A request with
  *   nothing to set is -EINVAL.
- *   Errors: -EPERM, -ENODEV, -EINVAL / -ERANGE (extack says which), -ENOENT
- *   (no sensor with that label).
+ *   Errors: -EPERM (no CAP_NET_ADMIN, or a rate raise without
+ *   CAP_SYS_ADMIN), -ENODEV (no such index, or the GPU is being removed),
+ *   -EINVAL (bad attribute, no NVS_A_GPU_INDEX, nothing to set, a
+ *   malformed threshold nest, more thresholds than sensors) / -ERANGE (a
+ *   value out of range): extack says which, -ENOENT (no sensor with that
+ *   label, or a memory module absent from the board).
  *
  * NVS_CMD_DMABUF_PROBE
  *   do; CAP_NET_ADMIN (GENL_ADMIN_PERM) and CAP_SYS_ADMIN. Takes a file
  *   descriptor of the calling process. The importer must be owned by a
  *   driver that keeps it (not vfio-pci or its variants, pci-stub or
- *   uio_pci_generic; a simulated GPU without ":owned" excepted).
- *   The exporter's fences are waited for (5 s at most) before the import;
- *   a buffer the exporter starts moving for the mapping is reported at
- *   STEP FENCE with ERRNO EBUSY instead of being waited for.
+ *   uio_pci_generic; a simulated GPU without ":owned" excepted). Only
+ *   static exporters are probed (NVIDIA's is one): mapping a dynamic
+ *   exporter's buffer may move it, so those are refused (-EOPNOTSUPP).
+ *   The steps, in the order they are taken: GET (the fd), FENCE (the
+ *   exporter's fences are waited for, 5 s at most), ATTACH, MAP (the
+ *   mapping and the walk over it), DONE. The enum values are not in that
+ *   order (FENCE came last once): compare steps for equality only.
  *   Request:  NVS_A_DMABUF_FD: s32 (required)
  *             NVS_A_DMABUF_IMPORTER: string, PCI bus id of the importing
  *                                    device (default: the GPU below)
  *             NVS_A_GPU_INDEX: u32, GPU whose BAR1 is compared against
  *   Reply:
  *     NVS_A_DMABUF: nest
- *       NVS_DMABUF_A_STEP: u32       enum nvs_dmabuf_step reached
+ *       NVS_DMABUF_A_STEP: u32       enum nvs_dmabuf_step: DONE, or the
+ *                                    step that failed
  *       NVS_DMABUF_A_ERRNO: s32      0, or the error at STEP (positive)
  *       NVS_DMABUF_A_EXPORTER: string
  *       NVS_DMABUF_A_IMPORTER: string
@@ -126,15 +138,35 @@
  *       NVS_DMABUF_A_ADDR: u32       enum nvs_dmabuf_addr: what kind of
  *                                    addresses the exporter handed out
  *       NVS_DMABUF_A_MOVED: u32      move_notify calls while attached
- *                                    (nonzero: the addresses may be stale)
+ *                                    (nonzero: the addresses may be stale).
+ *                                    Only dynamic exporters call it, and
+ *                                    they are refused: 0 in practice
+ *   NENTS, MAPPED, SEG_MIN, SEG_MAX, VERDICT and ADDR describe the mapping
+ *   only at STEP DONE; at any other step they are 0 and UNKNOWN, a walk
+ *   cut short by a fatal signal included (no verdict from part of the
+ *   buffer).
  *   A failure after the fd was resolved still returns the reply (with STEP
- *   and ERRNO) so the caller learns how far it got; earlier failures are
- *   plain errors: -EBADF (not an fd), -EINVAL (not a dma-buf, or neither
- *   IMPORTER nor GPU_INDEX given), -ERANGE (negative fd), -ENODEV (no such
- *   importer or GPU, or it was removed), -EPERM (capabilities, or an
- *   importer without a driver or owned by one that hands it to a guest or
- *   userspace; extack says which), -EOPNOTSUPP (the importer's DMA may
- *   bounce through swiotlb, or it is not DMA-coherent: not probed).
+ *   and ERRNO) so the caller learns how far it got, apart from the
+ *   probe's own refusals (-ENODEV, -EPERM, -EOPNOTSUPP below), which are
+ *   plain errors:
+ *     STEP FENCE:  ETIMEDOUT (the fences did not signal in 5 s), EINTR (a
+ *                  signal while waiting)
+ *     STEP ATTACH: EINTR (a signal while waiting for the importer's device
+ *                  lock), EBUSY (someone holds the exporter's reservation
+ *                  lock: probe again), or the exporter's refusal of the
+ *                  peer-to-peer attachment (its errno)
+ *     STEP MAP:    EINTR (a signal while waiting for the reservation lock,
+ *                  or a fatal signal during the walk), or the exporter's
+ *                  refusal to map the buffer for the importer (its errno)
+ *   Other failures are plain errors: -EBADF (not an open fd of the
+ *   caller), -EINVAL (not a dma-buf, no NVS_A_DMABUF_FD, an IMPORTER that
+ *   is not a PCI bus id as pci_name() writes it, or neither IMPORTER nor
+ *   GPU_INDEX given), -ERANGE (negative fd), -ENODEV (no such importer or
+ *   GPU, or it was removed), -EPERM (capabilities, or an importer without
+ *   a driver or owned by one that hands it to a guest or userspace; extack
+ *   says which), -EOPNOTSUPP (a dynamic exporter; or the importer's DMA
+ *   may bounce through swiotlb, or it is not DMA-coherent: not probed),
+ *   -ENOMEM, -EMSGSIZE.
  *
  * NVS_CMD_EVENT (multicast, group "events", never requested; any user may
  * subscribe: it carries nothing that hwmon and sysfs do not show to all)

@@ -7,8 +7,9 @@
 # $NVS_BUILD/kmod-selftest-<release>/nvsidecar.ko (NVS_SELFTEST_KO
 # overrides) and run at load: register decoding (every format), the
 # sample ring's overwrite and loss accounting, thresholds and history, PCI
-# bus id parsing. Each group prints "<group> self-tests...: pass"; a
-# failing group prints the case and refuses to load.
+# bus id parsing, the dma-buf walk's run merging (review K5). Each group
+# prints "<group> self-tests...: pass"; a failing group prints the case
+# and refuses to load.
 set -u
 
 ko=${NVS_SELFTEST_KO:-$NVS_BUILD/kmod-selftest-$NVS_KVER/nvsidecar.ko}
@@ -25,7 +26,7 @@ else
 fi
 log=$(dmesg_since_mark | grep 'nvsidecar: ')
 for group in "decode self-tests \([0-9]+ cases\)" "ring self-tests" "threshold self-tests" \
-	"bus id self-tests \([0-9]+ cases\)"; do
+	"bus id self-tests \([0-9]+ cases\)" "walk self-tests \([0-9]+ cases\)"; do
 	name=selftest-${group%% self*}
 	name=${name// /-}
 	if grep -qE "nvsidecar: $group: pass\$" <<<"$log"; then

@@ -1,0 +1,79 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR MIT
+# class: kernel (tests/vm/lanes.tsv)
+#
+# Kernel review K (notes/review-kernel-out.md):
+#   K3: a partition whose status word reads all-ones is "not on the board"
+#     at attach and re-probe, and must not be "GPU dead" in a pass while
+#     the die answers. The case: the attach sort was skipped (here: the
+#     first die register read all-ones when the registers were mapped), so
+#     every front chip is shown and read by memory passes, and one
+#     partition (p5: mem10, mem11) reads all-ones, as the unpopulated
+#     partition of an RTX 3080 under GA102's recipe would. The old pass
+#     ended at p5 as dead: readings thrown away, backoff, status flapping
+#     ok/unavailable at mem_hz, unavailable_reads counting up. Now the die
+#     is asked again, p5's chips become absent (hidden, dormant: no pass
+#     reads them), and the GPU stays ok with its other chips read.
+#   K5: run merging in the dma-buf walk never spans BAR1's edges; that is
+#     a pure function, covered by the self-test build ("walk self-tests",
+#     t-selftest.sh loads it).
+set -u
+
+sim_fixture_all gb202
+die0=$(sim 0 get hotspot) || { t_fail review-k3-fixture "nvsim get hotspot failed"; exit 0; }
+# the attach probe reads the first die register (hotspot on GB202):
+# all-ones skips the sort
+sim 0 set hotspot 0xffffffff
+sim 0 set p5-status 0xffffffff
+nvs_load || { t_fail review-k3-load "insmod failed"; exit 0; }
+c=$(sim_class 0) h=$(sim_hwmon 0)
+# the sort was skipped: p5's chips are still shown
+t_run review-k3-shown-before bash -c "grep -qx mem10 $h/temp*_label"
+sim 0 set hotspot "$die0"
+wait_for 8 '[[ $(read_err "$c/status") == ok ]]'
+t_eq review-k3-ok "$(read_err "$c/status")" ok
+
+# the first memory pass after the die answers hides p5 (hwmon re-registered)
+hide() { ! grep -qxE 'mem1[01]' "$(sim_hwmon 0)"/temp*_label 2>/dev/null; }
+wait_for 8 hide
+if hide; then
+	t_pass review-k3-absent-hidden
+else
+	t_fail review-k3-absent-hidden "mem10/mem11 still shown: $(sort "$(sim_hwmon 0)"/temp*_label | tr '\n' ' ')"
+fi
+
+# Over 3 s (three memory passes at mem_hz 1): no pass unavailable, the
+# status never leaves ok, and the other chips keep their readings.
+h=$(sim_hwmon 0)
+u0=$(read_err "$c/unavailable_reads")
+s0=$(read_err "$c/samples")
+flap=
+for ((n = 0; n < 30; n++)); do
+	st=$(read_err "$c/status")
+	[[ $st == ok ]] || flap+=" [$st]"
+	nvs_sleep 0.1
+done
+u1=$(read_err "$c/unavailable_reads")
+s1=$(read_err "$c/samples")
+t_eq review-k3-no-unavailable "$u1" "$u0"
+[[ -z $flap ]] && t_pass review-k3-status-steady || t_fail review-k3-status-steady "status was:$flap"
+((s1 > s0)) && t_pass review-k3-sampling || t_fail review-k3-sampling "samples $s0 -> $s1"
+v=$(read_err "$(hw_temp "$h" mem0)_input")
+[[ $v =~ ^[0-9]+$ ]] && t_pass review-k3-others-read || t_fail review-k3-others-read "mem0: $v"
+
+# A GPU that really goes away still ends passes as dead: the die decides.
+want="unavailable: all-ones (fallen off the bus or in reset)"
+sim 0 allones
+wait_for 3 '[[ $(read_err "$c/status") == "$want" ]]'
+t_eq review-k3-dead-still-dead "$(read_err "$c/status")" "$want"
+nvs_unload
+
+# The attach sort itself (die answering) still hides p5 from the start.
+sim_fixture_all gb202
+sim 0 set p5-status 0xffffffff
+nvs_load || { t_fail review-k3-load2 "insmod failed"; exit 0; }
+c=$(sim_class 0) h=$(sim_hwmon 0)
+wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
+t_run review-k3-attach-hidden bash -c "! grep -qxE 'mem1[01]' $h/temp*_label"
+nvs_unload
+sim_fixture_all gb202
