@@ -41,6 +41,12 @@ static inline unsigned int nvs_effective_hz(unsigned int hz)
  * the interval between passes doubles from one sampling period up to this.
  */
 #define NVS_DEAD_PROBE_MAX_MS	4000
+/*
+ * A runtime-suspended GPU (or one not in D0): nothing is read, but each
+ * try still wakes the sampler, so tries back off the same way, up to this
+ * (a GPU its owner wakes is read again within it).
+ */
+#define NVS_ASLEEP_PROBE_MAX_MS	1000
 /* re-probes that find nothing double the interval, up to 32 x mem_reprobe_s */
 #define NVS_REPROBE_MAX_SHIFT	5
 
@@ -110,7 +116,7 @@ struct nvs_gpu {
 	u64 last_pass_ns;		/* ktime_get_ns() of the last pass tried */
 	u64 last_mem_ns;		/* ... and of the last memory pass tried */
 	u64 next_reprobe_ns;
-	u64 dead_until_ns;		/* all-ones: no pass before this */
+	u64 dead_until_ns;		/* dead or asleep: no pass before this */
 	unsigned int dead_streak;	/* passes in a row that read all-ones */
 	struct nvs_sensor sensor[NVS_MAX_SENSORS];
 	/* alarms changed in this pass: events sent once access has ended */

@@ -388,21 +388,29 @@ static void nvs_reprobe(struct nvs_gpu *gpu, u64 now)
  * see (nvidia.ko's FLR on the last close, os_pci_trigger_flr()). Every
  * read of a lost GPU may stall for a PCIe completion timeout, so passes
  * back off: the next one after one sampling period, then twice that, up
- * to NVS_DEAD_PROBE_MAX_MS, one register read each. The same holds when
- * config space is gone too (a dead link: each try is then one config
- * read and no BAR read), the channel is offline or decoding is off (see
- * nvs_access_begin()). The first pass that reads something ends the
- * backoff.
+ * to @max_ms (NVS_DEAD_PROBE_MAX_MS), one register read each. The same
+ * holds when config space is gone too (a dead link: each try is then one
+ * config read and no BAR read), the channel is offline or decoding is off
+ * (see nvs_access_begin()). An asleep GPU backs off the same way up to
+ * NVS_ASLEEP_PROBE_MAX_MS: nothing is read then, but each try would wake
+ * the sampler sample_hz times a second for nothing. The sampler thread
+ * sleeps through the passes a backoff leaves out (nvs_sampler_fn()). The
+ * first pass that reads something ends the backoff.
  */
-static void nvs_dead_backoff(struct nvs_gpu *gpu, u64 now)
+static void nvs_backoff(struct nvs_gpu *gpu, u64 now, unsigned int max_ms)
 {
 	unsigned int hz = READ_ONCE(gpu->sample_hz) ?: NVS_ONDEMAND_HZ;
 	u64 delay = NSEC_PER_SEC / hz;
 
 	delay <<= min(gpu->dead_streak, 16U);
-	delay = min_t(u64, delay, (u64)NVS_DEAD_PROBE_MAX_MS * NSEC_PER_MSEC);
+	delay = min_t(u64, delay, (u64)max_ms * NSEC_PER_MSEC);
 	gpu->dead_streak++;
 	gpu->dead_until_ns = now + delay;
+}
+
+static void nvs_dead_backoff(struct nvs_gpu *gpu, u64 now)
+{
+	nvs_backoff(gpu, now, NVS_DEAD_PROBE_MAX_MS);
 }
 
 /*
@@ -549,6 +557,8 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 		nvs_invalidate(gpu);
 		if (dead)
 			nvs_dead_backoff(gpu, now);
+		else if (gpu->status == NVS_STATUS_ASLEEP)
+			nvs_backoff(gpu, now, NVS_ASLEEP_PROBE_MAX_MS);
 		return;
 	}
 
@@ -750,7 +760,7 @@ static int nvs_sampler_fn(void *data)
 	struct nvs_gpu *gpu = data;
 	unsigned int hz, mem_hz, last_hz = 0, last_mem_hz = 0, pass = 0;
 	ktime_t next = 0, now;
-	u64 period, slack;
+	u64 period, slack, skip;
 
 	set_freezable();
 	while (!kthread_should_stop()) {
@@ -787,14 +797,27 @@ static int nvs_sampler_fn(void *data)
 			next = ktime_get();
 		}
 
-		mutex_lock(&gpu->lock);
-		nvs_pass(gpu, pass % DIV_ROUND_UP(hz, mem_hz) == 0);
-		mutex_unlock(&gpu->lock);
-		pass++;
-
 		period = NSEC_PER_SEC / hz;
 		slack = min_t(u64, period / 20, 100 * NSEC_PER_USEC);
 		next = ktime_add_ns(next, period);
+
+		mutex_lock(&gpu->lock);
+		nvs_pass(gpu, pass % DIV_ROUND_UP(hz, mem_hz) == 0);
+		pass++;
+		/*
+		 * Backing off from a dead or asleep GPU: sleep through the
+		 * slots before the next try instead of waking for each only
+		 * to skip it. They count as skipped passes now; the phase and
+		 * the memory-pass cadence are kept.
+		 */
+		if (gpu->dead_until_ns > (u64)ktime_to_ns(next)) {
+			skip = div64_u64(gpu->dead_until_ns - ktime_to_ns(next) +
+					 period - 1, period);
+			next = ktime_add_ns(next, skip * period);
+			pass += (unsigned int)skip;
+			gpu->backoff_skips += skip;
+		}
+		mutex_unlock(&gpu->lock);
 		now = ktime_get();
 		/*
 		 * Fell behind (a reader held the lock, or the machine cannot

@@ -15,7 +15,13 @@
 #   - D3hot set with setpci (where the device has a PM capability);
 #   - `echo 1 > reset` three times while sampling at 1000 Hz: the owner's
 #     reset_prepare() writes a trap value and holds the reset open for
-#     0.5 s; no sample may read it, and sampling resumes afterwards.
+#     0.5 s; no sample may read it, and sampling resumes afterwards;
+#   - issue 19 item 4: an asleep GPU does not wake the sampler sample_hz
+#     times a second (tries back off to one a second), and an FLR the
+#     owner does while bound, telling no one (nvidia.ko's last close,
+#     nvsowner.c "flr"), ends passes at the first all-ones read, backs
+#     off, and the readings come back by themselves. unavailable_reads and
+#     mmio_reads are the witnesses.
 set -u
 # shellcheck source=tools/nvsowner/owned.sh
 . "$NVS_TOP/tests/vm/tools/nvsowner/owned.sh"
@@ -37,6 +43,21 @@ wait_for 5 '[[ $(rpm '$g') == suspended ]]'
 t_eq owned-pm-autosuspends "$(rpm $g)" suspended
 wait_for 5 '[[ $(state '$g') == asleep ]]'
 t_eq owned-pm-asleep "$(st $g)" "asleep: runtime-suspended"
+# Each try while asleep counts in unavailable_reads and reads nothing.
+# Backing off, tries are at most 1 s apart after the first 2 s (20 ms
+# doubling, NVS_ASLEEP_PROBE_MAX_MS): 2 or 3 in 3 s. Without it: the
+# default 50 Hz, 150.
+nvs_sleep 2
+u0=$(read_err "$c/unavailable_reads") k0=$(read_err "$c/backoff_skips") m0=$(reads $g)
+nvs_sleep 3
+u1=$(read_err "$c/unavailable_reads") k1=$(read_err "$c/backoff_skips")
+echo "asleep over 3 s: $((u1 - u0)) tries, $((k1 - k0)) passes skipped, $(($(reads $g) - m0)) reads"
+if ((u1 - u0 >= 1 && u1 - u0 <= 4)); then
+	t_pass owned-pm-asleep-backoff
+else
+	t_fail owned-pm-asleep-backoff "$((u1 - u0)) tries in 3 s while asleep (want 1..4: one a second at most)"
+fi
+t_eq owned-pm-asleep-backoff-no-reads "$(reads $g)" "$m0"
 # What runtime suspend did to the function: D3hot needs the PCI PM
 # capability, which QEMU's ivshmem-plain does not have (Status: Cap-).
 pm_cap() { setpci -s "$1" CAP_PM.w >/dev/null 2>&1; }
@@ -198,6 +219,52 @@ else
 	own_hold $g 0
 	own_dmesg_check owned-reset-dmesg
 fi
+
+# --- FLR while bound -------------------------------------------------------------
+# nvidia.ko resets the GPU on the last close (os_pci_trigger_flr()) and
+# stays bound: no unbind, no reset_prepare, no lock the sampler could see.
+# The first all-ones read ends a pass and passes back off (1 read a try);
+# without that, 50 passes a second of 6 die reads each.
+echo "[${SECONDS}s] FLR while bound"
+g=1 d=$(own_dev 1) c=$(sim_class 1)
+own_bind $g && own_hold $g 1
+wait_for 5 '[[ $(st '$g') == ok ]]'
+h=$(sim_hwmon $g)
+want="unavailable: all-ones (fallen off the bus or in reset)"
+flr_s=5
+((OWN_DEBUG)) && flr_s=10
+own_set flr_ms $((flr_s * 1000))
+p0=$(own_attr $g reset_prepares)
+dmesg_mark "owned FLR"
+t0=$SECONDS
+echo 1 >"$d/nvsowner/flr" &
+flr=$!
+wait_for 3 '[[ $(st '$g') == "'"$want"'" ]]'
+t_eq owned-flr-status "$(st $g)" "$want"
+t_eq owned-flr-no-number "$(read_err "$(hw_temp "$h" ch0)_input" 2>&1)" "No data available"
+nvs_sleep 1.5
+r0=$(reads $g)
+nvs_sleep 2
+r1=$(reads $g)
+if ! kill -0 $flr 2>/dev/null; then
+	t_fail owned-flr-backoff "the FLR (${flr_s} s) ended before the 2 s window did (after $((SECONDS - t0)) s): too slow a lane for this window"
+elif ((r1 - r0 <= 3)); then
+	t_pass owned-flr-backoff
+else
+	t_fail owned-flr-backoff "$((r1 - r0)) reads in 2 s of an FLR (want at most 3: tries backing off, one read each)"
+fi
+echo "FLR while bound: $((r1 - r0)) reads in 2 s"
+wait $flr
+t_eq owned-flr-done "$? $(own_attr $g flrs) $(own_attr $g reset_prepares)" "0 1 $p0"
+wait_for 8 '[[ $(st '$g') == ok ]]'
+t_eq owned-flr-recovers "$(st $g) $(read_err "$(hw_temp "$h" ch0)_input" 2>&1)" "ok $OWN_CH0_MC"
+r0=$(reads $g)
+nvs_sleep 1
+r1=$(reads $g)
+((r1 - r0 >= 100)) && t_pass owned-flr-full-rate-again ||
+	t_fail owned-flr-full-rate-again "$((r1 - r0)) reads in 1 s after the FLR (want >= 100: 50 passes of 6)"
+own_hold $g 0
+own_dmesg_check owned-flr-dmesg
 
 # (kmemleak: t-owned-bind.sh, and the scan at the end of the debug boot)
 own_cleanup

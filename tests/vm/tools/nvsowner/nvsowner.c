@@ -27,6 +27,25 @@
  *   runtime_resumes   (RO) runtime_resume callbacks since the bind
  *   reset_prepares    (RO) reset_prepare callbacks since the bind
  *   reset_dones       (RO) reset_done callbacks since the bind
+ *   flr               (WO) write 1: reset the function while staying
+ *                     bound, as nvidia.ko does on the last close of a GPU
+ *                     (nv.c nv_shutdown_adapter() -> os-pci.c
+ *                     os_pci_trigger_flr(): pci_save_state(),
+ *                     pcie_reset_flr(), pci_restore_state()). That path
+ *                     takes no pci_dev_lock and the config access lock
+ *                     only inside the FLR itself, and calls no other
+ *                     driver's reset_prepare(): a reader is not told. On a
+ *                     device with FLR it does exactly that. The simulated
+ *                     GPU (ivshmem-plain, conventional PCI) has no FLR, so
+ *                     it plays what one does to the registers a reader
+ *                     sees: every word of the register file (BAR sim_bar)
+ *                     reads all-ones for flr_ms while the function is in
+ *                     reset, then the register file is back and the
+ *                     command register is 0 until pci_restore_state(). Its
+ *                     config space keeps answering, where a real function
+ *                     in FLR may not: the sampler's config-space checks
+ *                     have their own test (t-thermal-dead.sh).
+ *   flrs              (RO) writes to flr done since the bind
  *
  * Module parameters (/sys/module/nvsowner/parameters/):
  *   autosuspend_ms    autosuspend delay set at bind (default 100)
@@ -38,6 +57,11 @@
  *                     window in which a reader that ignored the unbind
  *                     would still be reading (default 0)
  *   reset_delay_ms    reset_prepare() sleeps this long (default 0)
+ *   flr_ms            how long a played FLR reads all-ones (default 100:
+ *                     the time PCIe gives a function to come back from
+ *                     an FLR before software may access it)
+ *   sim_bar           the BAR that holds the simulated register file
+ *                     (default 2: ivshmem-plain's shared memory)
  *   trap_bar, trap_off, trap_val
  *                     the trap: when trap_bar is 0..5, reset_prepare()
  *                     writes trap_val at byte trap_off of that BAR (saving
@@ -61,6 +85,7 @@
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
 #include <linux/pm_runtime.h>
@@ -82,6 +107,14 @@ MODULE_PARM_DESC(remove_delay_ms, "remove() sleeps this long before tearing down
 static unsigned int reset_delay_ms;
 module_param(reset_delay_ms, uint, 0644);
 MODULE_PARM_DESC(reset_delay_ms, "reset_prepare() sleeps this long, ms (default 0)");
+
+static unsigned int flr_ms = 100;
+module_param(flr_ms, uint, 0644);
+MODULE_PARM_DESC(flr_ms, "A played FLR reads all-ones this long, ms (default 100)");
+
+static int sim_bar = 2;
+module_param(sim_bar, int, 0644);
+MODULE_PARM_DESC(sim_bar, "BAR of the simulated register file (default 2)");
 
 static int trap_bar = -1;
 module_param(trap_bar, int, 0644);
@@ -118,6 +151,7 @@ struct nvsowner {
 	atomic_t resumes;
 	atomic_t prepares;
 	atomic_t dones;
+	atomic_t flrs;
 };
 
 static void nvsowner_count(unsigned int *c)
@@ -209,6 +243,79 @@ static ssize_t hold_store(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RW(hold);
 
+/*
+ * What an FLR does to the register file a reader sees, for a device
+ * without FLR (the simulated GPU): all-ones while in reset, then the
+ * registers again (a real GPU's come back initialised by its driver; the
+ * simulator's are put back as they were). o->lock held, device awake.
+ */
+static int nvsowner_play_flr(struct nvsowner *o)
+{
+	struct pci_dev *pdev = o->pdev;
+	int bar = READ_ONCE(sim_bar);
+	void __iomem *regs;
+	resource_size_t len;
+	void *saved;
+
+	lockdep_assert_held(&o->lock);
+	if (bar < 0 || bar >= PCI_STD_NUM_BARS ||
+	    !(pci_resource_flags(pdev, bar) & IORESOURCE_MEM))
+		return -ENOTTY;
+	len = pci_resource_len(pdev, bar);
+	saved = kvmalloc(len, GFP_KERNEL);
+	if (!saved)
+		return -ENOMEM;
+	regs = pci_iomap(pdev, bar, 0);
+	if (!regs) {
+		kvfree(saved);
+		return -ENOMEM;
+	}
+	memcpy_fromio(saved, regs, len);
+	memset_io(regs, 0xff, len);
+	msleep(READ_ONCE(flr_ms));
+	memcpy_toio(regs, saved, len);
+	/* the FLR cleared the command register; the caller restores it */
+	pci_write_config_word(pdev, PCI_COMMAND, 0);
+	pci_iounmap(pdev, regs);
+	kvfree(saved);
+	return 0;
+}
+
+static ssize_t flr_store(struct device *dev, struct device_attribute *attr,
+			 const char *buf, size_t count)
+{
+	struct pci_dev *pdev = to_pci_dev(dev);
+	struct nvsowner *o = pci_get_drvdata(pdev);
+	bool on;
+	int ret;
+
+	ret = kstrtobool(buf, &on);
+	if (ret)
+		return ret;
+	if (!on)
+		return -EINVAL;
+	/* the last close finds the GPU awake: it was in use */
+	ret = pm_runtime_resume_and_get(dev);
+	if (ret)
+		return ret;
+	mutex_lock(&o->lock);
+	ret = pci_save_state(pdev);
+	if (!ret) {
+		if (!pcie_reset_flr(pdev, PCI_RESET_PROBE))
+			ret = pcie_reset_flr(pdev, PCI_RESET_DO_RESET);
+		else
+			ret = nvsowner_play_flr(o);
+		pci_restore_state(pdev);
+	}
+	if (!ret)
+		atomic_inc(&o->flrs);
+	mutex_unlock(&o->lock);
+	pm_runtime_mark_last_busy(dev);
+	pm_runtime_put_autosuspend(dev);
+	return ret ? ret : count;
+}
+static DEVICE_ATTR_WO(flr);
+
 #define NVSOWNER_COUNTER(_name, _field)					\
 static ssize_t _name##_show(struct device *dev,				\
 			    struct device_attribute *attr, char *buf)	\
@@ -223,6 +330,7 @@ NVSOWNER_COUNTER(runtime_suspends, suspends);
 NVSOWNER_COUNTER(runtime_resumes, resumes);
 NVSOWNER_COUNTER(reset_prepares, prepares);
 NVSOWNER_COUNTER(reset_dones, dones);
+NVSOWNER_COUNTER(flrs, flrs);
 
 static struct attribute *nvsowner_attrs[] = {
 	&dev_attr_hold.attr,
@@ -230,6 +338,8 @@ static struct attribute *nvsowner_attrs[] = {
 	&dev_attr_runtime_resumes.attr,
 	&dev_attr_reset_prepares.attr,
 	&dev_attr_reset_dones.attr,
+	&dev_attr_flr.attr,
+	&dev_attr_flrs.attr,
 	NULL
 };
 
@@ -255,6 +365,7 @@ static int nvsowner_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	atomic_set(&o->resumes, 0);
 	atomic_set(&o->prepares, 0);
 	atomic_set(&o->dones, 0);
+	atomic_set(&o->flrs, 0);
 
 	ret = pci_enable_device(pdev);
 	if (ret) {
