@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
-# class: kernel (tests/vm/lanes.tsv)
+# class: own (tests/vm/lanes.tsv)
 #
 # Kernel review K (notes/review-kernel-out.md):
 #   K3: a partition whose status word reads all-ones is "not on the board"
