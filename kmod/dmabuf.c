@@ -30,6 +30,7 @@
 #include <linux/pci-p2pdma.h>
 #include <linux/scatterlist.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>	/* fatal_signal_pending() (review K12) */
 #include <linux/timekeeping.h>
 #include <net/netlink.h>
 

@@ -47,6 +47,11 @@ static inline unsigned int nvs_effective_hz(unsigned int hz)
  * (a GPU its owner wakes is read again within it).
  */
 #define NVS_ASLEEP_PROBE_MAX_MS	1000
+/*
+ * A strap that gives no value is read again 1 s later, the interval
+ * doubling up to 1 << NVS_STRAP_MAX_SHIFT seconds (review K10).
+ */
+#define NVS_STRAP_MAX_SHIFT	8
 /* re-probes that find nothing double the interval, up to 32 x mem_reprobe_s */
 #define NVS_REPROBE_MAX_SHIFT	5
 
@@ -112,6 +117,8 @@ struct nvs_gpu {
 	unsigned int reprobe_shift;	/* re-probe every mem_reprobe_s << this */
 	bool clamshell;			/* back-side chips, from the strap */
 	bool strap_known;		/* the strap read as a value this attach */
+	u8 strap_tries;			/* reads of it that gave no value */
+	u64 strap_retry_ns;		/* unknown: not read again before this */
 	bool hwmon_stale;		/* a module appeared: re-register */
 	u64 last_pass_ns;		/* ktime_get_ns() of the last pass tried */
 	u64 last_mem_ns;		/* ... and of the last memory pass tried */

@@ -478,17 +478,26 @@ static void nvs_part_absent(struct nvs_gpu *gpu, unsigned int part, u64 now)
  * The clamshell strap (kmod/chips.c), read inside a pass or the attach
  * probe after a die register answered. A read of ~0 or 0xBADFxxxx is no
  * value (the GPU in a reset, not yet initialised by its driver, or gone):
- * the strap stays unknown, the back rows hidden, and the next memory pass
+ * the strap stays unknown, the back rows hidden, and a later memory pass
  * reads it again, rather than deciding the board's layout for the whole
- * binding from one bad moment (review finding 5). Returns true when it
- * was read now and says there is a back side.
+ * binding from one bad moment (review finding 5). Not every memory pass,
+ * though: on a board where the register never gives a value that would
+ * be one wasted read a memory pass for as long as it is bound (review
+ * K10). The next read is 1 s later, then 2, 4... up to 256 s. Returns
+ * true when it was read now and says there is a back side.
  */
 static bool nvs_read_strap(struct nvs_gpu *gpu)
 {
 	u32 strap = nvs_read(gpu, gpu->chip->strap_off);
 
-	if (nvs_raw_dead(strap))
+	if (nvs_raw_dead(strap)) {
+		gpu->strap_retry_ns = ktime_get_ns() +
+			((u64)NSEC_PER_SEC << min_t(unsigned int, gpu->strap_tries,
+					       NVS_STRAP_MAX_SHIFT));
+		if (gpu->strap_tries < U8_MAX)
+			gpu->strap_tries++;
 		return false;
+	}
 	gpu->strap_known = true;
 	gpu->clamshell = nvs_strap_clamshell(strap);
 	return gpu->clamshell;
@@ -580,7 +589,7 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 	}
 
 	if (mem && gpu->chip->strap_off && !gpu->strap_known &&
-	    nvs_read_strap(gpu))
+	    now >= gpu->strap_retry_ns && nvs_read_strap(gpu))
 		nvs_back_found(gpu, now);
 	for (i = 0; mem && i < gpu->nsensors; i++) {
 		switch (cs[i].kind) {
@@ -710,6 +719,8 @@ void nvs_sample_probe_modules(struct nvs_gpu *gpu)
 	gpu->dead_streak = 0;		/* a new attach starts without backoff */
 	gpu->dead_until_ns = 0;
 	gpu->strap_known = false;
+	gpu->strap_tries = 0;
+	gpu->strap_retry_ns = 0;
 	gpu->clamshell = false;
 	/* the first pass reads the memory, and the valid modules with it */
 	gpu->last_mem_ns = 0;

@@ -108,7 +108,13 @@ static ssize_t sample_hz_store(struct device *dev,
 	/* kstrtouint takes one optional trailing newline and nothing else. */
 	if (kstrtouint(buf, 10, &hz) || hz > NVS_SAMPLE_HZ_MAX)
 		return -EINVAL;
-	/* as GPU_SET: raising the read budget needs CAP_SYS_ADMIN (genl.c) */
+	/*
+	 * As GPU_SET: raising the read budget needs CAP_SYS_ADMIN (genl.c).
+	 * capable() checks the writer, not the opener (review K11): the file
+	 * is 0644 root, so only root opens it for writing, and the check can
+	 * only narrow what that opener may do; netlink checks the socket's
+	 * opener and the sender (netlink_capable()).
+	 */
 	if (nvs_effective_hz(hz) > nvs_effective_hz(READ_ONCE(nvs_default_hz)) &&
 	    !capable(CAP_SYS_ADMIN))
 		return -EPERM;

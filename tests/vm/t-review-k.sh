@@ -17,7 +17,13 @@
 #   K5: run merging in the dma-buf walk never spans BAR1's edges; that is
 #     a pure function, covered by the self-test build ("walk self-tests",
 #     t-selftest.sh loads it).
+#   K10: a clamshell strap that never gives a value (0xBADFxxxx) was read
+#     again by every memory pass for as long as the GPU was bound; now 1 s
+#     after the last try, then 2, 4... up to 256 s. The witness: reads a
+#     pass against the same board with a strap that answers.
 set -u
+
+genl() { python3 -S "$NVS_TOP/tests/vm/tools/nvs_genl.py" "$@"; }
 
 sim_fixture_all gb202
 die0=$(sim 0 get hotspot) || { t_fail review-k3-fixture "nvsim get hotspot failed"; exit 0; }
@@ -76,4 +82,41 @@ c=$(sim_class 0) h=$(sim_hwmon 0)
 wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
 t_run review-k3-attach-hidden bash -c "! grep -qxE 'mem1[01]' $h/temp*_label"
 nvs_unload
+sim_fixture_all gb202
+
+# --- K10 ---------------------------------------------------------------------
+# reads_a_pass NAME: GPU 0 at sample_hz = mem_hz = 10 (every pass a memory
+# pass) for 2 s: prints "reads passes"
+reads_a_pass() {
+	local c=$(sim_class 0) r p
+	echo 10 >"$c/sample_hz"
+	echo 10 >"$c/mem_hz"
+	nvs_sleep "$1"
+	read -r r p _ < <(genl window --gpu "${c##*/gpu}" --seconds 2)
+	echo "$r $p"
+}
+sim 0 fixture ga102-clam
+sim 0 set strap 0x13
+nvs_load sim=1af4:1110:2:ga102 || { t_fail review-k10-load "insmod failed"; exit 0; }
+wait_for 5 '[[ $(read_err "$(sim_class 0)/status") == ok ]]'
+read -r r p < <(reads_a_pass 0.5)
+nvs_unload
+if ((p > 0 && r % p == 0)); then
+	k=$((r / p))
+	sim 0 set strap 0xbadf5040
+	nvs_load sim=1af4:1110:2:ga102 || { t_fail review-k10-load2 "insmod failed"; exit 0; }
+	wait_for 5 '[[ $(read_err "$(sim_class 0)/status") == ok ]]'
+	# tries at attach, +1 s and +3 s; the window (3.5 s on) holds at most one
+	read -r r2 p2 < <(reads_a_pass 3)
+	echo "K10: $k reads a pass with the strap known; $r2 reads in $p2 passes with it unknown"
+	if ((p2 > 0 && r2 <= p2 * k + 1)); then
+		t_pass review-k10-strap-not-every-pass
+	else
+		t_fail review-k10-strap-not-every-pass "$r2 reads in $p2 passes with the strap unknown (want at most $((p2 * k + 1)): $k a pass, plus one strap try)"
+	fi
+	t_eq review-k10-front-still-read "$(read_err "$(hw_temp "$(sim_hwmon 0)" mem0)_input")" 64000
+	nvs_unload
+else
+	t_fail review-k10-baseline "$r reads in $p passes: not a whole number a pass"
+fi
 sim_fixture_all gb202
