@@ -160,8 +160,13 @@ elif ! "${_nvs_insmod[@]}" "$NVS_TESTMODS/nvsexp.ko"; then
 	t_fail dmabuf-nvsexp "insmod nvsexp.ko failed"
 else
 	if ((translating)); then mapped_kind=iova raw_kind=untranslated; else mapped_kind=direct raw_kind=direct; fi
+	# The debug lane (NVS_DMABUF_FEW_INPUTS=1) probes 64 KiB only: KASAN
+	# checks every page under TCG, and 2 MiB takes the same path, which
+	# the Debian lanes probe (CI time).
+	sizes=(65536 $((2 << 20)))
+	((${NVS_DMABUF_FEW_INPUTS:-0})) && sizes=(65536)
 	for imp in "$gpu0" "$gpu1"; do
-		for size in 65536 $((2 << 20)); do
+		for size in "${sizes[@]}"; do
 			out=$("$probe" --gpu 0 --importer "$imp" --from "$gpu0" nvsexp-iommu $size 2>&1)
 			expect "nvsexp-mapped-$((size >> 10))k-$imp" "$out" ret=0 step=4 err=0 exporter=nvsexp \
 				size=$size mapped=$size verdict=bar1 addr=$mapped_kind moved=0

@@ -44,18 +44,18 @@ t_eq owned-pm-autosuspends "$(rpm $g)" suspended
 wait_for 5 '[[ $(state '$g') == asleep ]]'
 t_eq owned-pm-asleep "$(st $g)" "asleep: runtime-suspended"
 # Each try while asleep counts in unavailable_reads and reads nothing.
-# Backing off, tries are at most 1 s apart after the first 2 s (20 ms
-# doubling, NVS_ASLEEP_PROBE_MAX_MS): 2 or 3 in 3 s. Without it: the
-# default 50 Hz, 150.
+# Backing off, tries are 1 s apart after the first 2 s (20 ms doubling,
+# NVS_ASLEEP_PROBE_MAX_MS): 3 in 3 s, 4 where reading the counters takes
+# a while (the debug lane saw 4). Without it: the default 50 Hz, 150.
 nvs_sleep 2
 u0=$(read_err "$c/unavailable_reads") k0=$(read_err "$c/backoff_skips") m0=$(reads $g)
 nvs_sleep 3
 u1=$(read_err "$c/unavailable_reads") k1=$(read_err "$c/backoff_skips")
 echo "asleep over 3 s: $((u1 - u0)) tries, $((k1 - k0)) passes skipped, $(($(reads $g) - m0)) reads"
-if ((u1 - u0 >= 1 && u1 - u0 <= 4)); then
+if ((u1 - u0 >= 1 && u1 - u0 <= 5)); then
 	t_pass owned-pm-asleep-backoff
 else
-	t_fail owned-pm-asleep-backoff "$((u1 - u0)) tries in 3 s while asleep (want 1..4: one a second at most)"
+	t_fail owned-pm-asleep-backoff "$((u1 - u0)) tries in 3 s while asleep (want 1..5: about one a second)"
 fi
 t_eq owned-pm-asleep-backoff-no-reads "$(reads $g)" "$m0"
 # What runtime suspend did to the function: D3hot needs the PCI PM
