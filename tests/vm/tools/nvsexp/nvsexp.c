@@ -263,7 +263,11 @@ static long nvsexp_hold(const struct nvsexp_hold *req)
 	if (ret)
 		goto put_buf;
 	WRITE_ONCE(holding, 1);
-	msleep_interruptible(req->ms);
+	/*
+	 * At most a minute (review K15): a test that dies while holding must
+	 * not leave every importer of the buffer waiting for good.
+	 */
+	msleep_interruptible(min_t(u32, req->ms, 60 * MSEC_PER_SEC));
 	WRITE_ONCE(holding, 0);
 	dma_resv_unlock(dmabuf->resv);
 put_buf:
