@@ -268,9 +268,16 @@ const char *nvs_vcache_dir(const char *root, char *buf, size_t len)
  *   key NAME VALUE                 (every field, once, in any order)
  *   check RESULT SECONDS LAYER NAME MESSAGE
  *   fix TEXT                       (optional, for the check before it)
+ *   end N                          (N: the number of check lines; last)
+ * The end line makes a file cut short (a crash, a full or damaged file
+ * system: the write itself is atomic) unusable rather than a shorter,
+ * healthier-looking verdict (admin review A5).
  */
 #define MAGIC "nvsidecar-verdict 1"
 #define MAX_TIME (1ll << 40)
+#define SEEN_TIME (1u << VK_N)
+#define SEEN_END (1u << (VK_N + 1))
+#define SEEN_ALL ((1u << (VK_N + 2)) - 1)
 
 static int bad(char *err, size_t errlen, const char *dir, size_t line, const char *why)
 {
@@ -315,12 +322,20 @@ static int parse_line(struct nvs_vcache *v, const char *s, unsigned int *seen, c
 	char w[128];
 	const char *rest;
 
+	if (*seen & SEEN_END)
+		return bad(err, errlen, dir, no, "a line after the end line");
 	if (!word(s, w, sizeof(w), &rest))
 		return bad(err, errlen, dir, no, "not a verdict line");
 	if (!strcmp(w, "written")) {
 		if (!seconds(rest, &v->written))
 			return bad(err, errlen, dir, no, "bad time");
-		*seen |= 1u << VK_N;
+		*seen |= SEEN_TIME;
+	} else if (!strcmp(w, "end")) {
+		uint64_t n;
+
+		if (nvs_parse_u64(rest, 0, NVS_VCACHE_MAX, &n) || n != v->n)
+			return bad(err, errlen, dir, no, "the end line does not count the checks before it");
+		*seen |= SEEN_END;
 	} else if (!strcmp(w, "key")) {
 		char name[32];
 		int f;
@@ -400,8 +415,11 @@ int nvs_vcache_load(struct nvs_vcache *v, const char *dir, char *err, size_t err
 		if (ret)
 			goto out;
 	}
-	if (!ret && seen != (1u << (VK_N + 1)) - 1)
+	if (!ret && (seen & ~SEEN_END) != (SEEN_ALL & ~SEEN_END))
 		ret = bad(err, errlen, dir, in.lineno, "incomplete: a key field or the time is missing");
+	else if (!ret && !(seen & SEEN_END))
+		ret = bad(err, errlen, dir, in.lineno,
+			  "incomplete: no end line (cut short, or written by an older nvsidecar); run `nvsidecar doctor --full' again");
 out:
 	nvs_ifile_close(&in);
 	if (ret)
@@ -443,6 +461,7 @@ int nvs_vcache_save(const struct nvs_vcache *v, const char *dir, char *err, size
 			fprintf(f, "fix %s\n", val);
 		}
 	}
+	fprintf(f, "end %zu\n", v->n);
 	if (fclose(f)) {
 		free(buf);
 		snprintf(err, errlen, "Out of memory");
