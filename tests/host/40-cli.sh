@@ -641,6 +641,22 @@ else
 	t_skip cli-stdout-write-error "/dev/full is not writable here"
 fi
 
+# --- a closed pipe with SIGPIPE ignored is EPIPE, not EIO -------------------
+# (review T3-21: "write error: Input/output error" for `| head -c 10').
+# The reader is gone before the first write: the sleep lets `true' exit, so
+# no byte can reach a live reader, whatever the scheduler does.
+bad=
+for c in "nccl-check --json $NVS_TOP/tests/nccl/nccl-2.21-single-process.log" \
+	"nccl-check $NVS_TOP/tests/nccl/nccl-2.21-single-process.log" "--help"; do
+	rm -f "$work/err" "$work/err.rc"
+	# shellcheck disable=SC2016,SC2086 # $@ is the inner bash's; the words are the point
+	E=$work/err bash -c 'trap "" PIPE; sleep 0.3; "$@" 2>"$E"; echo $? >"$E.rc"' _ "$bin" $c | true
+	rc=$(cat "$work/err.rc" 2>/dev/null)
+	[[ $rc == 1 ]] && grep -qx 'write error: Broken pipe (standard output)' "$work/err" &&
+		[[ $(grep -c 'write error' "$work/err") == 1 ]] || bad+=" [$c] rc ${rc:-?}: $(head -c 200 "$work/err")"
+done
+[[ -z $bad ]] && t_pass cli-stdout-epipe || t_fail cli-stdout-epipe "$bad"
+
 # --- the same CLI cases under valgrind -------------------------------------
 if ! command -v valgrind >/dev/null; then
 	t_skip cli-valgrind "valgrind is not installed (scripts/deps.sh installs it)"
