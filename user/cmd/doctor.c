@@ -107,8 +107,9 @@ static void show_brief(const struct nvs_checks *c, const struct nvs_doctor_opts 
 static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
-		"Usage: %s %s [--quick | --full] [--json | --brief] [--strict] [--config FILE]\n"
-		"          [--expect-gpus N] [--limit SENSOR:C]... [--driver-version VER]\n"
+		"Usage: %s %s [--quick | --full] [--json | --brief] [--strict | --no-strict]\n"
+		"          [--config FILE]"
+		" [--expect-gpus N] [--limit SENSOR:C]... [--driver-version VER]\n"
 		"          [--patched DIR] [--nvml LIB] [--lib LIB] [--textfile PATH]\n"
 		"          [--pci-dump FILE] [--gpu-ids VID:DID[,...]]\n"
 		"\n"
@@ -137,6 +138,8 @@ static void usage(FILE *f, const char *prog)
 		"  --brief           one line: \"OK: ...\" or \"FAIL: CHECK: MESSAGE\" (Slurm, NHC,\n"
 		"                    node-problem-detector)\n"
 		"  --strict          warnings fail too (exit 1)\n"
+		"  --no-strict       warnings do not fail, whatever `strict = yes' in the\n"
+		"                    settings file says\n"
 		"  --config FILE     settings file (default %s, if it exists);\n"
 		"                    its keys are the long options below, `key = value'\n"
 		"  --expect-gpus N   GPUs this node must have\n"
@@ -167,7 +170,7 @@ int doctor_main(int argc, const char *argv[])
 {
 	struct nvs_doctor_opts *o = malloc(sizeof(*o));
 	const char *config = NULL;
-	bool brief = false, config_given = false;
+	bool brief = false, config_given = false, strict_set = false;
 	char err[4600], self[4096];
 	struct nvs_checks c;
 	size_t counts[4] = { 0 };
@@ -214,6 +217,16 @@ int doctor_main(int argc, const char *argv[])
 				return out_usage(argv[0], "--quick and --full exclude each other");
 			}
 			o->mode = m;
+		} else if (!strcmp(a, "--strict") || !strcmp(a, "--no-strict")) {
+			bool strict = a[2] == 's';
+
+			/* the command line wins over doctor.conf's strict, so both here are a typo */
+			if (strict_set && o->strict != strict) {
+				free(o);
+				return out_usage(argv[0], "--strict and --no-strict exclude each other");
+			}
+			strict_set = true;
+			o->strict = strict;
 		} else if (!strcmp(a, "--config")) {
 			i++;
 		} else if (!strcmp(a, "--pci-dump")) {
