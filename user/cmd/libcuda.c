@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "cli/dump_libcuda.h"
 #include "cli/row_libcuda.h"
 #include "cli/gpu.h"
@@ -111,6 +112,7 @@ static void usage(FILE *f, const char *sub)
 /* Returns 0 to run, 1 after --help, or NVS_EX_USAGE (reported). */
 static int parse(int argc, const char *argv[], struct opts *o, const char *sub)
 {
+	struct nvs_args_seen seen = { 0 };
 	char usub[32];
 
 	snprintf(usub, sizeof(usub), "libcuda %s", sub);
@@ -135,6 +137,10 @@ static int parse(int argc, const char *argv[], struct opts *o, const char *sub)
 		} else if (!v && (!strcmp(a, "--importer") || !strcmp(a, "--lib") || !strcmp(a, "--out") ||
 				  !strcmp(a, "--state-dir") || !strcmp(a, "--device") || !strcmp(a, "--size"))) {
 			return out_usage(usub, "Missing value for `%s'", a);
+		} else if (v && (!strcmp(a, "--importer") || !strcmp(a, "--lib") || !strcmp(a, "--out") ||
+				 !strcmp(a, "--state-dir") || !strcmp(a, "--device") || !strcmp(a, "--size")) &&
+			   nvs_arg_twice(&seen, usub, a)) {
+			return NVS_EX_USAGE;
 		} else if (!strcmp(a, "--importer") && !strcmp(sub, "verify")) {
 			o->importer = argv[++i];
 			if (!nvs_bdf_ok(o->importer))
@@ -158,6 +164,9 @@ static int parse(int argc, const char *argv[], struct opts *o, const char *sub)
 	}
 	if (out_json() && o->dump)
 		return out_usage(usub, "Choose one of --json and --dump");
+	/* the importer is the probe's: without --probe it would be ignored */
+	if (o->importer && !o->probe)
+		return out_usage(usub, "--importer only applies to --probe: add --probe, or drop --importer");
 	return 0;
 }
 
