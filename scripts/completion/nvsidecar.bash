@@ -203,7 +203,7 @@ _nvsidecar() {
 		      --cuda-lib --sizes --iters --op --buffer --port --bind --timeout --wait --json --help"
 		;;
 	doctor)
-		opts="--quick --full --json --brief --strict --config --expect-gpus --limit --driver-version
+		opts="--quick --full --json --brief --strict --no-strict --config --expect-gpus --limit --driver-version
 		      --patched --nvml --lib --textfile --pci-dump --gpu-ids --help"
 		;;
 	idle-fix)

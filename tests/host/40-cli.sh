@@ -227,6 +227,46 @@ expect cli-dmabuf-size-overflow 2 'Invalid size' dmabuf probe --gpu 0 --size 171
 expect cli-usage-short 2 "Try \`.*thermal --help'" thermal --celsius
 if (($(wc -l <"$work/out") <= 3)); then t_pass cli-usage-no-full-help; else t_fail cli-usage-no-full-help "$(wc -l <"$work/out") lines"; fi
 
+# --- an option given twice, or one the rest would make ignored: exit 2 ----
+# (review T3-20: last-wins without a word, or accepted and ignored). Each
+# row: the message, then the words; each also fails the same way with
+# --json, as one error document.
+bad=
+dup=$NVS_TOP/tests/topo/5090-switch.dump
+while IFS='|' read -r msg words; do
+	[[ -z $msg ]] && continue
+	# shellcheck disable=SC2086 # words
+	"$bin" $words >"$work/out" 2>"$work/err"
+	r=$?
+	[[ $r == 2 && ! -s $work/out ]] && grep -qF -- "$msg" "$work/err" && grep -q "^Try \`.* --help'" "$work/err" ||
+		bad+=" [$words] rc $r: $(head -c 150 "$work/err" | tr '\n' ' ');"
+	# shellcheck disable=SC2086 # words
+	"$bin" --json $words >"$work/out" 2>/dev/null
+	r=$?
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ok"] is False and d["exit"] == 2 and sys.argv[2] in d["error"]' \
+		"$work/out" "$msg" 2>/dev/null && [[ $r == 2 ]] || bad+=" [--json $words] rc $r: $(head -c 150 "$work/out");"
+done <<EOF2
+\`--gpu' given twice: once is enough|thermal --gpu 0 --gpu 1
+\`--duration' given twice|thermal --record $work/dup.csv --duration 1 --duration 2
+\`--count' given twice|events --count 1 --count 2
+\`--size' given twice|p2p --size 1M --size 2M
+\`--pci-dump' given twice|topo --pci-dump $dup --pci-dump $dup
+\`--expect-gpus' given twice|doctor --expect-gpus 8 --expect-gpus 2
+\`--config' given twice|doctor --config /dev/null --config /dev/null
+\`--threshold' given twice|idle-fix --threshold 50 --threshold 60
+\`--lib' given twice|libcuda verify --lib /nonexistent --lib /nonexistent
+--quick and --pci-dump exclude each other|doctor --quick --pci-dump $dup
+--quick and --lib exclude each other|doctor --quick --lib /nonexistent
+--quick and --nvml exclude each other|doctor --nvml /nonexistent --quick
+--quick and --patched exclude each other|doctor --quick --patched /nonexistent
+--importer only applies to --probe|libcuda verify --importer 0000:41:00.0
+EOF2
+[[ -z $bad ]] && t_pass cli-option-twice-or-ignored || t_fail cli-option-twice-or-ignored "$bad"
+# the repeatable one still repeats
+"$bin" doctor --quick --brief --limit hotspot:90 --limit mem:95 >/dev/null 2>"$work/err"
+r=$?
+[[ $r != 2 ]] && t_pass cli-doctor-limit-repeats || t_fail cli-doctor-limit-repeats "rc $r: $(head -c 200 "$work/err")"
+
 # --- every --json failure is one JSON document {"ok":false,"exit":N,"error"} --
 # jexpect NAME RC ARGS...: exit RC and, on stdout, exactly that document
 jexpect() {
@@ -428,7 +468,7 @@ cc_unit() {
 		-Wall -Wextra -Werror -fsanitize=address,undefined -fno-omit-frame-pointer \
 		-I"$NVS_TOP/user" -I"$NVS_TOP/user/sys/libnvsidecar" -I"$NVS_TOP/kmod/uapi" \
 		$(pkg-config --cflags libnl-genl-3.0) -o "$unit/$out" "$@" \
-		"$NVS_TOP"/user/lib/*.c "$NVS_TOP"/user/cli/{out,gpu,csv,row,row_thermal,row_dmabuf}.c "$NVS_TOP"/user/check/record.c "$asan/libnvsidecar.a" $(pkg-config --libs libnl-genl-3.0) \
+		"$NVS_TOP"/user/lib/*.c "$NVS_TOP"/user/cli/{out,gpu,csv,row,row_thermal,row_dmabuf,args}.c "$NVS_TOP"/user/check/record.c "$asan/libnvsidecar.a" $(pkg-config --libs libnl-genl-3.0) \
 		>"$unit/$out.log" 2>&1 || { t_fail "cli-unit-build-$out" "$(head -n 5 "$unit/$out.log" | tr '\n' ' ')"; return 1; }
 }
 
@@ -640,6 +680,22 @@ if [[ -w /dev/full ]]; then
 else
 	t_skip cli-stdout-write-error "/dev/full is not writable here"
 fi
+
+# --- a closed pipe with SIGPIPE ignored is EPIPE, not EIO -------------------
+# (review T3-21: "write error: Input/output error" for `| head -c 10').
+# The reader is gone before the first write: the sleep lets `true' exit, so
+# no byte can reach a live reader, whatever the scheduler does.
+bad=
+for c in "nccl-check --json $NVS_TOP/tests/nccl/nccl-2.21-single-process.log" \
+	"nccl-check $NVS_TOP/tests/nccl/nccl-2.21-single-process.log" "--help"; do
+	rm -f "$work/err" "$work/err.rc"
+	# shellcheck disable=SC2016,SC2086 # $@ is the inner bash's; the words are the point
+	E=$work/err bash -c 'trap "" PIPE; sleep 0.3; "$@" 2>"$E"; echo $? >"$E.rc"' _ "$bin" $c | true
+	rc=$(cat "$work/err.rc" 2>/dev/null)
+	[[ $rc == 1 ]] && grep -qx 'write error: Broken pipe (standard output)' "$work/err" &&
+		[[ $(grep -c 'write error' "$work/err") == 1 ]] || bad+=" [$c] rc ${rc:-?}: $(head -c 200 "$work/err")"
+done
+[[ -z $bad ]] && t_pass cli-stdout-epipe || t_fail cli-stdout-epipe "$bad"
 
 # --- the same CLI cases under valgrind -------------------------------------
 if ! command -v valgrind >/dev/null; then

@@ -247,6 +247,16 @@ grep -q '^FAIL: module-loaded: .* (+1 more)$' "$work/out" && t_pass doctor-conf-
 	t_fail doctor-conf-override-brief "$(cat "$work/out")"
 "$bin" doctor --quick --config "$work/doctor.conf" --expect-gpus 2 --json | grep -q '2 expected' &&
 	t_pass doctor-conf-cli-wins || t_fail doctor-conf-cli-wins "--expect-gpus 2 did not override expect-gpus = 4"
+# --no-strict undoes `strict = yes' (review T3-19: the file said the command
+# line wins, but nothing on it could turn strict off)
+printf 'strict = yes\n' >"$work/strict.conf"
+"$bin" doctor --quick --config "$work/strict.conf" --json 2>/dev/null | grep -q '"strict": *true' &&
+	"$bin" doctor --quick --config "$work/strict.conf" --no-strict --json 2>/dev/null | grep -q '"strict": *false' &&
+	t_pass doctor-no-strict-overrides-conf || t_fail doctor-no-strict-overrides-conf "strict = yes stayed on with --no-strict"
+"$bin" doctor --quick --strict --no-strict >"$work/out" 2>"$work/err"
+rc=$?
+[[ $rc == 2 && ! -s $work/out ]] && grep -q -- '--strict and --no-strict exclude each other' "$work/err" &&
+	t_pass doctor-strict-no-strict-conflict || t_fail doctor-strict-no-strict-conflict "rc $rc: $(cat "$work/err")"
 # without a count, no GPU is a warning that says how to make it fail
 "$bin" doctor --quick >"$work/out" 2>&1
 grep -q '^SKIP gpu      gpus' "$work/out" && ! grep -q 'expected' "$work/out" && t_pass doctor-no-expect ||

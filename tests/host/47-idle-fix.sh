@@ -40,7 +40,8 @@ export FAKE_NVML_STATE=$work/nvml.state FAKE_CUDA_LOG=$work/ctx.log FAKE_CUDA_DE
 nvml() {
 	printf '%s %s 0 61 310\n%s 100 1 70 300\n%s %s 0 40 %s\n' "$A" "$1" "$B" "$C" "$2" "$(($2 ? 305 : 30))" >"$FAKE_NVML_STATE"
 }
-fix() { "$bin" idle-fix --nvml "$work/libnvidia-ml.so.1" --lib "$work/libcuda.so.1" --state "$work/run/state" "$@"; }
+# STATE= another state file: --state may be given once (review T3-20)
+fix() { "$bin" idle-fix --nvml "$work/libnvidia-ml.so.1" --lib "$work/libcuda.so.1" --state "${STATE:-$work/run/state}" "$@"; }
 : >"$work/ctx.log"
 
 # Three runs: A stuck all along, C at 100 % then idle then 100 % (flapping).
@@ -93,7 +94,7 @@ left=$(cd "$work/run" && find . -newer marker ! -name marker | sort | tr '\n' ' 
 	t_pass idle-fix-dry-run || t_fail idle-fix-dry-run "$got; ctx: $(cat "$work/ctx.log"); changed: $left"
 # a dry run against a path that does not exist creates neither it, nor its
 # directory, nor a lock
-fix --dry-run --state "$work/new/dir/state" >"$work/out" 2>&1
+STATE=$work/new/dir/state fix --dry-run >"$work/out" 2>&1
 rc=$?
 [[ $rc == 0 && ! -e $work/new ]] && grep -q "^$A .*stuck 1/3" "$work/out" && t_pass idle-fix-dry-run-creates-nothing ||
 	t_fail idle-fix-dry-run-creates-nothing "rc $rc: $(find "$work/new" 2>&1 | tr '\n' ' ')"
@@ -138,7 +139,7 @@ done
 [[ -z $bad ]] && t_pass idle-fix-nvml-not-a-file || t_fail idle-fix-nvml-not-a-file "$bad"
 # an empty file is a state where nothing counts: accepted, and replaced
 : >"$work/nots/empty"
-fix --state "$work/nots/empty" >/dev/null 2>"$work/err"
+STATE=$work/nots/empty fix >/dev/null 2>"$work/err"
 rc=$?
 [[ $rc == 0 && $(<"$work/nots/empty") == "$A 1" ]] && t_pass idle-fix-state-empty-ok ||
 	t_fail idle-fix-state-empty-ok "rc $rc: $(head -1 "$work/err")"

@@ -61,6 +61,7 @@ build wide 555.42.14 -DSHAPE_WIDE || ok=0
 build memset 555.42.15 -DSHAPE_MEMSET || ok=0
 build repstos 555.42.16 -DSHAPE_REPSTOS || ok=0
 build nearptr 555.42.17 -DSHAPE_NEARPTR || ok=0
+build memfd 590.48.01 -DSHAPE_590 -DEXPORT_MEMFD || ok=0
 ((ok)) && t_pass libcuda-fixtures-build || { t_fail libcuda-fixtures-build "gcc/as could not build the fake libcudas"; exit 0; }
 
 # status --dump of a library: sets $dump and $rc
@@ -84,12 +85,16 @@ shape() {	# shape NAME FIELD NSITES
 	v0=$("$bin" libcuda verify --json --lib "$lib"); rc0=$?
 	"$bin" libcuda patch --lib "$lib" --out "$out" >/dev/null 2>"$work/err" ||
 		{ t_fail "libcuda-$name-patch" "$(cat "$work/err")"; return; }
-	v1=$("$bin" libcuda verify --json --lib "$out"); rc1=$?
+	v1=$("$bin" libcuda verify --json --lib "$out" 2>"$work/err"); rc1=$?
 	local a b=""
 	for a in 110 116 124; do
 		b="$b $a:$(attr "$v0" $a)->$(attr "$v1" $a)"
 	done
-	if [[ $rc0 == 6 && $rc1 == 0 && $b == " 110:0->1 116:0->1 124:0->1" ]] &&
+	# the fake exports a dma-buf only where /dev/udmabuf works, else a memfd,
+	# which verify fails (exit 1, review T3-16)
+	local want=1
+	grep -q '"fd_is_dma_buf": *true' <<<"$v1" && want=0
+	if [[ $rc0 == 6 && $rc1 == "$want" && $b == " 110:0->1 116:0->1 124:0->1" ]] &&
 	   grep -q '"dma_buf_export": *true' <<<"$v1" && grep -q '"export_result": *801' <<<"$v0"; then
 		t_pass "libcuda-$name-verify-flips"
 	else
@@ -234,6 +239,24 @@ v=$("$bin" libcuda verify --json --lib "$ip/libcuda.so.590.48.01")
 "$bin" libcuda restore --lib "$ip/libcuda.so.590.48.01" >/dev/null 2>"$work/err"
 [[ $? == 0 && $(sha "$ip/libcuda.so.590.48.01") == "$orig" ]] && t_pass libcuda-restore ||
 	t_fail libcuda-restore "$(cat "$work/err")"
+# the backup goes once the original is back (review T3-16: it stayed for good)
+[[ ! -e $NVS_LIBCUDA_STATE/backup-$orig.so ]] && t_pass libcuda-restore-removes-backup ||
+	t_fail libcuda-restore-removes-backup "$(ls -A "$NVS_LIBCUDA_STATE")"
+# two libraries with the same original share one backup: the first restore keeps it
+mkdir -p "$work/inplace2"
+cp "$fx/590/libcuda.so.590.48.01" "$work/inplace2/"
+"$bin" libcuda patch --in-place --lib "$ip/libcuda.so.590.48.01" >/dev/null 2>"$work/err"
+"$bin" libcuda patch --in-place --lib "$work/inplace2/libcuda.so.590.48.01" >/dev/null 2>>"$work/err"
+"$bin" libcuda restore --lib "$ip/libcuda.so.590.48.01" >"$work/out" 2>>"$work/err"
+rc=$?
+[[ $rc == 0 && -f $NVS_LIBCUDA_STATE/backup-$orig.so ]] && grep -q '^Kept the backup' "$work/out" &&
+	t_pass libcuda-restore-keeps-shared-backup ||
+	t_fail libcuda-restore-keeps-shared-backup "rc $rc: $(cat "$work/out" "$work/err")"
+js=$("$bin" libcuda restore --json --lib "$work/inplace2/libcuda.so.590.48.01" 2>"$work/err")
+rc=$?
+[[ $rc == 0 && ! -e $NVS_LIBCUDA_STATE/backup-$orig.so && $(jfield backup_removed <<<"$js") == True &&
+   $(sha "$work/inplace2/libcuda.so.590.48.01") == "$orig" ]] && t_pass libcuda-restore-last-removes-backup ||
+	t_fail libcuda-restore-last-removes-backup "rc $rc: $js $(cat "$work/err") $(ls -A "$NVS_LIBCUDA_STATE")"
 # restore is idempotent (T3-16): a second one finds the original, says so, exits 0, changes nothing
 "$bin" libcuda restore --lib "$ip/libcuda.so.590.48.01" >"$work/out" 2>"$work/err"
 rc=$?
@@ -410,13 +433,30 @@ nl=$work/$'new\nline'
 rc=$?
 [[ $rc == 2 && ! -e $nl ]] && grep -q "control character" "$work/err" && t_pass libcuda-out-newline-refused ||
 	t_fail libcuda-out-newline-refused "rc $rc: $(cat "$work/err")"
+# An export that is not a dma-buf is a failure, not a pass (review T3-16: the
+# fd was described as "not a dma-buf" and verify exited 0)
+mkdir -p "$work/out-memfd"
+"$bin" libcuda patch --lib "$fx/memfd/libcuda.so.590.48.01" --out "$work/out-memfd" >/dev/null 2>"$work/err"
+"$bin" libcuda verify --lib "$work/out-memfd" >"$work/log" 2>"$work/err"
+rc=$?
+[[ $rc == 1 ]] && grep -q 'did not produce a dma-buf (fd [0-9]* is not a dma-buf: /memfd:' "$work/err" &&
+	grep -q "Check that .* is NVIDIA's libcuda" "$work/err" && t_pass libcuda-verify-not-dmabuf ||
+	t_fail libcuda-verify-not-dmabuf "rc $rc: $(cat "$work/log" "$work/err")"
+v=$("$bin" libcuda verify --json --lib "$work/out-memfd" 2>/dev/null)
+rc=$?
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); sys.exit(not (d["ok"] is False and d["exit"] == 1 and
+	d["dma_buf_export"] is True and d["fd_is_dma_buf"] is False and "did not produce a dma-buf" in d["error"]))' "$v" &&
+	[[ $rc == 1 ]] && t_pass libcuda-verify-not-dmabuf-json || t_fail libcuda-verify-not-dmabuf-json "rc $rc: $v"
+
 # M4: verify refuses a stale copy as env does (exit 9), by folder or by file
 st4=$work/stale-verify
 mkdir -p "$st4/src" "$st4/copy"
 cp "$fx/590/libcuda.so.590.48.01" "$st4/src/"
 "$bin" libcuda patch --lib "$st4/src/libcuda.so.590.48.01" --out "$st4/copy" >/dev/null 2>&1
-"$bin" libcuda verify --lib "$st4/copy" >/dev/null 2>&1
+"$bin" libcuda verify --json --lib "$st4/copy" >"$work/v0" 2>/dev/null
 rc0=$?
+# before the upgrade it runs: 0, or 1 where the fake's export is a memfd (no udmabuf)
+grep -q '"fd_is_dma_buf": *false' "$work/v0" && ((rc0 == 1)) && rc0=0
 printf 'x' >>"$st4/src/libcuda.so.590.48.01"	# the "driver upgrade"
 "$bin" libcuda verify --lib "$st4/copy" >/dev/null 2>"$work/err"
 rc1=$?

@@ -215,7 +215,8 @@ else
 fi
 
 # ---------------------------------------------------------------- p2p
-p2p() { run p2p --lib "$lib" --size 256K --iters 3 "$@"; }
+# SIZE= and ITERS= replace the defaults: each option may be given once (review T3-20)
+p2p() { run p2p --lib "$lib" --size "${SIZE:-256K}" --iters "${ITERS:-3}" "$@"; }
 
 for n in 2 3 4; do
 	FAKE_CUDA_DEVICES=$n p2p --json
@@ -285,7 +286,7 @@ assert p["first_mismatch"] == 262143 and p["wrong_bytes"] == 1, p
 
 # ladder: bus ids mapped onto the crafted dumps
 ids=0000:03:00.0,0000:04:00.0
-FAKE_CUDA_BUSIDS=$ids p2p --size 4M --pci-dump "$topo/5090-clean.dump" --nccl-log "$nccl/nccl-2.21-single-process.log" --json
+FAKE_CUDA_BUSIDS=$ids SIZE=4M p2p --pci-dump "$topo/5090-clean.dump" --nccl-log "$nccl/nccl-2.21-single-process.log" --json
 check p2p-ladder-all-levels 0 '
 lv = {l["level"]: l for l in d["ladder"]["levels"]}
 assert [lv[i]["state"] for i in (1, 2, 3, 4)] == ["pass"] * 4, lv
@@ -293,7 +294,7 @@ assert "63.0 GB/s" in lv[4]["detail"] and "77%" in lv[4]["detail"], lv[4]
 assert d["ladder"]["reached"] == 4
 assert abs(d["gpus"][0]["link_gbps"] - 63.02) < 0.01
 '
-FAKE_CUDA_BUSIDS=$ids FAKE_CUDA_P2P_GBPS=20 p2p --size 4M --pci-dump "$topo/5090-clean.dump" --nccl-log "$nccl/nccl-2.18-pdsh-shm.log" --json
+FAKE_CUDA_BUSIDS=$ids FAKE_CUDA_P2P_GBPS=20 SIZE=4M p2p --pci-dump "$topo/5090-clean.dump" --nccl-log "$nccl/nccl-2.18-pdsh-shm.log" --json
 # every failed level fails the run, not only level 2
 check p2p-ladder-slow-and-shm 1 '
 lv = {l["level"]: l for l in d["ladder"]["levels"]}
@@ -331,7 +332,7 @@ FAKE_CUDA_DEVICES=2 p2p --min-efficiency nan
 check p2p-min-efficiency-nan 2 'assert "Invalid --min-efficiency" in err, err'
 FAKE_CUDA_DEVICES=2 p2p --min-efficiency 1e-1
 check p2p-min-efficiency-exponent 2 'assert "Invalid --min-efficiency" in err, err'
-FAKE_CUDA_DEVICES=2 p2p --size 17179869185G
+FAKE_CUDA_DEVICES=2 SIZE=17179869185G p2p
 check p2p-size-overflow 2 'assert "Invalid --size" in err, err'
 # inputs are checked before any CUDA work: the bad --lib is never reached
 run p2p --lib "$work/nonexistent.so" --nccl-log "$work/none.log"
@@ -350,12 +351,12 @@ check p2p-lib-device 2 'assert "not a regular file (a special file)" in err and 
 run p2p --json --nccl-log "$work/none.log"
 check p2p-json-error 2 'assert d == {"ok": False, "exit": 2, "error": d["error"]} and "none.log" in d["error"], (out, err)'
 # an NCCL log through a pipe (read once)
-FAKE_CUDA_BUSIDS=$ids p2p --size 4M --pci-dump "$topo/5090-clean.dump" --json \
+FAKE_CUDA_BUSIDS=$ids SIZE=4M p2p --pci-dump "$topo/5090-clean.dump" --json \
 	--nccl-log <(cat "$nccl/nccl-2.21-single-process.log")
 check p2p-nccl-log-pipe 0 'lv = {l["level"]: l for l in d["ladder"]["levels"]}; assert lv[3]["state"] == "pass", lv[3]'
-p2p --size 12X
+SIZE=12X p2p
 check p2p-bad-size 2 'assert "Invalid --size" in err, err'
-p2p --iters 0
+ITERS=0 p2p
 check p2p-bad-iters 2 'assert "Invalid --iters" in err, err'
 run p2p --lib "$work/nonexistent.so"
 check p2p-no-libcuda 2 'assert "Unable to load" in err and "check the path given" in err and "NVIDIA driver" not in err, err'

@@ -185,6 +185,23 @@ assert int(open('$work/rss').read().split()[-1]) < 200000, open('$work/rss').rea
 mkfifo "$work/fifo"
 run nccl-check "$work/fifo"
 check nccl-fifo-no-writer 2 'assert "No NCCL INFO" in err, err'
+# ...and says so, and what to do (review T3-12: the help said "pipes work")
+check nccl-fifo-no-writer-said 2 'assert "is a named FIFO that had no writer" in err and "start the writer first" in err, err'
+# a named FIFO whose writer is there first is read whole
+rm -f "$work/fifo"
+mkfifo "$work/fifo"
+cat "$nccl/nccl-2.21-single-process.log" >"$work/fifo" &
+cpid=$!
+sleep 0.3
+run nccl-check "$work/fifo"
+check nccl-fifo-writer-first 0 'assert "named FIFO" not in err, err'
+kill "$cpid" 2>/dev/null	# a writer still waiting for a reader
+wait "$cpid" 2>/dev/null
+# <(...) is an anonymous pipe with its writer: no FIFO note
+run nccl-check <(cat "$nccl/nccl-2.21-single-process.log")
+check nccl-procsub-no-fifo-note 0 'assert "named FIFO" not in err, err'
+run nccl-check --help
+check nccl-help-fifo 0 'assert "named FIFO whose writer is already there" in out and "pipes and" not in out, out'
 # --json failures are one JSON document
 run nccl-check --json "$work/none.log"
 check nccl-json-error 2 'assert d is not None and d["ok"] is False and d["exit"] == 2 and "none.log" in d["error"], out'

@@ -73,7 +73,11 @@ int cuMemAlloc_v2(unsigned long long *p, size_t n)
 
 int cuMemFree_v2(unsigned long long p) { (void)p; return 0; }
 
-/* A real dma-buf from udmabuf when the kernel has it, else the memfd. */
+/*
+ * A real dma-buf from udmabuf when the kernel has it, else the memfd.
+ * EXPORT_MEMFD: always the memfd, so a host with /dev/udmabuf can still test
+ * that verify fails an export that is not a dma-buf (review T3-16).
+ */
 int cuMemGetHandleForAddressRange(void *handle, unsigned long long p, size_t size, int type,
 				  unsigned long long flags)
 {
@@ -86,7 +90,11 @@ int cuMemGetHandleForAddressRange(void *handle, unsigned long long p, size_t siz
 	fd = memfd_create("nvs-fake-vidmem", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0 || ftruncate(fd, size) < 0)
 		return 2;
+#ifdef EXPORT_MEMFD
+	dev = -1;
+#else
 	dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+#endif
 	if (dev >= 0) {
 		struct udmabuf_create c = { .memfd = fd, .flags = UDMABUF_FLAGS_CLOEXEC, .size = size };
 		int buf;

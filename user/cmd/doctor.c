@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "check/doctor.h"
+#include "cli/args.h"
 #include "cli/out.h"
 #include "cli/prometheus.h"
 #include "cmd/subcommands.h"
@@ -107,8 +108,9 @@ static void show_brief(const struct nvs_checks *c, const struct nvs_doctor_opts 
 static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
-		"Usage: %s %s [--quick | --full] [--json | --brief] [--strict] [--config FILE]\n"
-		"          [--expect-gpus N] [--limit SENSOR:C]... [--driver-version VER]\n"
+		"Usage: %s %s [--quick | --full] [--json | --brief] [--strict | --no-strict]\n"
+		"          [--config FILE]"
+		" [--expect-gpus N] [--limit SENSOR:C]... [--driver-version VER]\n"
 		"          [--patched DIR] [--nvml LIB] [--lib LIB] [--textfile PATH]\n"
 		"          [--pci-dump FILE] [--gpu-ids VID:DID[,...]]\n"
 		"\n"
@@ -137,6 +139,8 @@ static void usage(FILE *f, const char *prog)
 		"  --brief           one line: \"OK: ...\" or \"FAIL: CHECK: MESSAGE\" (Slurm, NHC,\n"
 		"                    node-problem-detector)\n"
 		"  --strict          warnings fail too (exit 1)\n"
+		"  --no-strict       warnings do not fail, whatever `strict = yes' in the\n"
+		"                    settings file says\n"
 		"  --config FILE     settings file (default %s, if it exists);\n"
 		"                    its keys are the long options below, `key = value'\n"
 		"  --expect-gpus N   GPUs this node must have\n"
@@ -167,7 +171,8 @@ int doctor_main(int argc, const char *argv[])
 {
 	struct nvs_doctor_opts *o = malloc(sizeof(*o));
 	const char *config = NULL;
-	bool brief = false, config_given = false;
+	bool brief = false, config_given = false, strict_set = false;
+	struct nvs_args_seen seen = { 0 };
 	char err[4600], self[4096];
 	struct nvs_checks c;
 	size_t counts[4] = { 0 };
@@ -188,6 +193,10 @@ int doctor_main(int argc, const char *argv[])
 			if (i + 1 >= argc) {
 				free(o);
 				return out_usage(argv[0], "Missing value for `--config'");
+			}
+			if (nvs_arg_twice(&seen, argv[0], argv[i])) {
+				free(o);
+				return NVS_EX_USAGE;
 			}
 			config = argv[++i];
 			config_given = true;
@@ -214,12 +223,26 @@ int doctor_main(int argc, const char *argv[])
 				return out_usage(argv[0], "--quick and --full exclude each other");
 			}
 			o->mode = m;
+		} else if (!strcmp(a, "--strict") || !strcmp(a, "--no-strict")) {
+			bool strict = a[2] == 's';
+
+			/* the command line wins over doctor.conf's strict, so both here are a typo */
+			if (strict_set && o->strict != strict) {
+				free(o);
+				return out_usage(argv[0], "--strict and --no-strict exclude each other");
+			}
+			strict_set = true;
+			o->strict = strict;
 		} else if (!strcmp(a, "--config")) {
-			i++;
+			i++;	/* read above */
 		} else if (!strcmp(a, "--pci-dump")) {
 			if (i + 1 >= argc) {
 				free(o);
 				return out_usage(argv[0], "Missing value for `%s'", a);
+			}
+			if (nvs_arg_twice(&seen, argv[0], a)) {
+				free(o);
+				return NVS_EX_USAGE;
 			}
 			o->pci_dump = argv[++i];
 		} else if (!strncmp(a, "--", 2) && nvs_doctor_key_known(a + 2)) {
@@ -232,6 +255,11 @@ int doctor_main(int argc, const char *argv[])
 					return out_usage(argv[0], "Missing value for `%s'", a);
 				}
 				val = argv[++i];
+			}
+			/* --limit is repeatable, one per sensor; the rest are given once */
+			if (strcmp(key, "limit") && nvs_arg_twice(&seen, argv[0], a)) {
+				free(o);
+				return NVS_EX_USAGE;
 			}
 			ret = nvs_doctor_set(o, key, val, a, err, sizeof(err));
 			if (ret) {
@@ -269,6 +297,21 @@ int doctor_main(int argc, const char *argv[])
 			free(o);
 			return ret;
 		}
+	}
+	/*
+	 * --quick reads only the module and the GPUs: these would be ignored
+	 * without a word (review T3-20). Only the command line is judged: the
+	 * same doctor.conf serves --quick and full runs.
+	 */
+	if (o->mode == NVS_DOCTOR_QUICK) {
+		static const char *const full_only[] = { "--pci-dump", "--lib", "--nvml", "--patched" };
+
+		for (size_t k = 0; k < sizeof(full_only) / sizeof(*full_only); ++k)
+			if (nvs_arg_given(&seen, full_only[k])) {
+				free(o);
+				return out_usage(argv[0], "--quick and %s exclude each other: --quick checks only the module and the GPUs, so %s would be ignored; drop one of them",
+						 full_only[k], full_only[k]);
+			}
 	}
 	/* both on standard output would be neither valid JSON nor a textfile */
 	if (out_json() && !strcmp(o->textfile, "-")) {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli/args.h"
 #include "cli/gpu.h"
 #include "cli/out.h"
 #include "cmd/subcommands.h"
@@ -103,6 +104,7 @@ int events_main(int argc, const char *argv[])
 	uint32_t count = 0, seen = 0;
 	bool lost = false;
 	int64_t deadline = -1;
+	struct nvs_args_seen once = { 0 };
 	int ret;
 
 	for (int i = 1; i < argc; ++i) {
@@ -117,6 +119,8 @@ int events_main(int argc, const char *argv[])
 			return out_usage(argv[0], "Unknown argument: `%s'", a);
 		} else if (!v) {
 			return out_usage(argv[0], "Missing value for `%s'", a);
+		} else if (nvs_arg_twice(&once, argv[0], a)) {
+			return NVS_EX_USAGE;
 		} else if (!strcmp(a, "--gpu")) {
 			if (!nvs_gpu_spec_ok(v))
 				return out_usage(argv[0], "Invalid --gpu (gpuN, N or a PCI bus id): `%s'", v);

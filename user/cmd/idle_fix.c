@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check/idlefix.h"
+#include "cli/args.h"
 #include "cli/out.h"
 #include "cmd/subcommands.h"
 #include "lib/exit.h"
@@ -69,6 +70,7 @@ int idle_fix_main(int argc, const char *argv[])
 	struct nvs_idlefix_opts o;
 	struct nvs_idlefix_result r;
 	char err[4600];
+	struct nvs_args_seen seen = { 0 };
 	int ret, failed = 0;
 
 	nvs_idlefix_opts_init(&o);
@@ -86,6 +88,8 @@ int idle_fix_main(int argc, const char *argv[])
 			   !strcmp(a, "--state") || !strcmp(a, "--nvml") || !strcmp(a, "--lib")) {
 			if (!v)
 				return out_usage(argv[0], "Missing value for `%s'", a);
+			if (nvs_arg_twice(&seen, argv[0], a))
+				return NVS_EX_USAGE;
 			i++;
 			if (!strcmp(a, "--threshold") && !number(v, 1, 100, &o.threshold))
 				return out_usage(argv[0], "Invalid --threshold `%s': a utilisation in %%, 1 to 100", v);

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "cli/dump_libcuda.h"
 #include "cli/row_libcuda.h"
 #include "cli/gpu.h"
@@ -111,6 +112,7 @@ static void usage(FILE *f, const char *sub)
 /* Returns 0 to run, 1 after --help, or NVS_EX_USAGE (reported). */
 static int parse(int argc, const char *argv[], struct opts *o, const char *sub)
 {
+	struct nvs_args_seen seen = { 0 };
 	char usub[32];
 
 	snprintf(usub, sizeof(usub), "libcuda %s", sub);
@@ -135,6 +137,10 @@ static int parse(int argc, const char *argv[], struct opts *o, const char *sub)
 		} else if (!v && (!strcmp(a, "--importer") || !strcmp(a, "--lib") || !strcmp(a, "--out") ||
 				  !strcmp(a, "--state-dir") || !strcmp(a, "--device") || !strcmp(a, "--size"))) {
 			return out_usage(usub, "Missing value for `%s'", a);
+		} else if (v && (!strcmp(a, "--importer") || !strcmp(a, "--lib") || !strcmp(a, "--out") ||
+				 !strcmp(a, "--state-dir") || !strcmp(a, "--device") || !strcmp(a, "--size")) &&
+			   nvs_arg_twice(&seen, usub, a)) {
+			return NVS_EX_USAGE;
 		} else if (!strcmp(a, "--importer") && !strcmp(sub, "verify")) {
 			o->importer = argv[++i];
 			if (!nvs_bdf_ok(o->importer))
@@ -158,6 +164,9 @@ static int parse(int argc, const char *argv[], struct opts *o, const char *sub)
 	}
 	if (out_json() && o->dump)
 		return out_usage(usub, "Choose one of --json and --dump");
+	/* the importer is the probe's: without --probe it would be ignored */
+	if (o->importer && !o->probe)
+		return out_usage(usub, "--importer only applies to --probe: add --probe, or drop --importer");
 	return 0;
 }
 
@@ -540,6 +549,12 @@ static int cmd_restore(const struct opts *o)
 	out_str(OUT_ANY, "lib", "Restored %s", res.lib);
 	out_str(OUT_ANY, "backup", " from %s", res.backup);
 	out_str(OUT_ANY, "sha256", " (sha256 %s)\n", res.sha256);
+	out_bool(OUT_JSON, "backup_removed", NULL, res.backup_removed);
+	if (res.backup_removed)
+		out_text("Removed the backup %s: the library is the original again\n", res.backup);
+	else
+		out_text("Kept the backup %s: another in-place record there names it, or it could not be removed\n",
+			 res.backup);
 	return out_end() < 0 ? NVS_EX_FAIL : NVS_EX_OK;
 }
 
@@ -672,9 +687,11 @@ static void show_verify(const struct opts *o, const struct lc_verify_result *r, 
 		out_int(OUT_JSON, "fd", NULL, r->fd);
 		out_uint(OUT_JSON, "size", NULL, r->size);
 		out_str(OUT_JSON, "fd_kind", NULL, r->fd_kind);
+		out_bool(OUT_JSON, "fd_is_dma_buf", NULL, r->fd_dmabuf);
 		out_text("  cuMemGetHandleForAddressRange(DMA_BUF_FD, flags 0): ");
 		if (gate_open) {
-			out_text("%sfd %d%s, %" PRIu64 " bytes, ", out_cfg(OUT_GOOD), r->fd, out_cfg(OUT_PLAIN), r->size);
+			out_text("%sfd %d%s, %" PRIu64 " bytes, ", out_cfg(r->fd_dmabuf ? OUT_GOOD : OUT_BAD), r->fd,
+				 out_cfg(OUT_PLAIN), r->size);
 			out_str(OUT_TEXT, NULL, "%s\n", r->fd_kind);
 		} else {
 			out_text("%serror %d%s%s\n", out_cfg(OUT_BAD), r->export_rc, out_cfg(OUT_PLAIN),
@@ -765,10 +782,16 @@ static int cmd_verify(const struct opts *o)
 		ret = NVS_EX_FAIL;
 	else if (!gate_open)
 		ret = NVS_EX_GATE;
+	else if (!r->fd_dmabuf)
+		ret = NVS_EX_FAIL;	/* an fd that no RDMA driver can import: the export did not work */
 	else if (o->probe && r->hook_rc)
 		ret = nvs_exit_for_errno(-r->hook_rc);
 	else
 		ret = NVS_EX_OK;
+	if (gate_open && !r->fd_dmabuf && !r->error[0])
+		snprintf(r->error, sizeof(r->error),
+			 "The export did not produce a dma-buf (fd %d is %s): no RDMA driver can import it",
+			 r->fd, r->fd_kind);
 	out_begin(isatty(STDOUT_FILENO));
 	if (out_json()) {
 		/* The verify document carries its own verdict: always one document. */
@@ -782,6 +805,9 @@ static int cmd_verify(const struct opts *o)
 		ret = NVS_EX_FAIL;
 	if (r->error[0])
 		out_note("%s", r->error);
+	if (ret == NVS_EX_FAIL && gate_open && !r->fd_dmabuf)
+		out_note("Check that `%s' is NVIDIA's libcuda of the loaded driver (`%s libcuda status --lib %s'), that the nvidia kernel module of the same version is loaded (/proc/driver/nvidia/version), and that the kernel has dma-buf support (CONFIG_DMA_SHARED_BUFFER)",
+			 r->loaded, PROG_NAME, r->loaded);
 	if (ret == NVS_EX_GATE)
 		out_note("The dma-buf gate of `%s' is closed: write a patched copy with `%s libcuda patch --out DIR' (--lib the driver's libcuda.so.<version> when the default is not it), check the copy with `%s libcuda verify --lib DIR', then load it with eval \"$(%s libcuda env --out DIR)\"",
 			 r->loaded, PROG_NAME, PROG_NAME, PROG_NAME);

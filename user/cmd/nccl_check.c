@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "check/nccl.h"
 #include "cli/out.h"
@@ -280,16 +281,30 @@ static void show(const struct nvs_nccl_log *log, const struct expect *e, const c
 	}
 }
 
+/*
+ * A FIFO in the file system (lstat: <(...) is a /dev/fd symlink to an
+ * anonymous pipe, whose writer is there from the start). The reader opens
+ * it without waiting (lib/io.c), so one without a writer yet reads as empty.
+ */
+static bool named_fifo(const char *path)
+{
+	struct stat st;
+
+	return strcmp(path, "-") && !lstat(path, &st) && S_ISFIFO(st.st_mode);
+}
+
 static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
 		"Usage: %s %s [--json] [--expect p2p,direct,gdr,dmabuf] [--] LOG... | -\n"
 		"\n"
 		"Reads NCCL_DEBUG=INFO output (nccl-tests or any application; several files\n"
-		"or interleaved multi-node logs are fine; - reads standard input; pipes and\n"
-		"<(...) work) and reports the transport per rank and channel, the network\n"
-		"and whether it used GPUDirect RDMA, what the log shows about DMA-BUF, the\n"
-		"NCCL version and the log lines that explain a fallback. Lines may carry a\n"
+		"or interleaved multi-node logs are fine; - reads standard input; a pipe\n"
+		"into -, <(...) and a named FIFO whose writer is already there work: one\n"
+		"without a writer reads as empty, it is not waited for) and reports the\n"
+		"transport per rank and channel, the network and whether it used\n"
+		"GPUDirect RDMA, what the log shows about DMA-BUF, the NCCL version and\n"
+		"the log lines that explain a fallback. Lines may carry a\n"
 		"launcher's prefix (mpirun --tag-output, pdsh, srun --label, Python logging).\n"
 		"\n"
 		"  --expect LIST  check: p2p    every intra-node connection uses P2P\n"
@@ -361,6 +376,9 @@ int nccl_check_main(int argc, const char *argv[])
 				       NVS_EX_PERM : NVS_EX_USAGE, "%s", err);
 			goto cleanup;
 		}
+		if (log.lines == lines && named_fifo(files[i]))
+			out_note("`%s' is a named FIFO that had no writer when it was opened: nccl-check does not wait for one (a log that never comes would hang it); start the writer first, or pipe the log in: WRITER | %s nccl-check -",
+				 files[i], PROG_NAME);
 		if (log.nccl_lines == before && nfiles > 1)
 			out_note("No NCCL INFO or WARN lines in %zu line(s) of `%s'", log.lines - lines,
 				 strcmp(files[i], "-") ? files[i] : "standard input");

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check/p2p.h"
+#include "cli/args.h"
 #include "cli/out.h"
 #include "cmd/subcommands.h"
 #include "lib/exit.h"
@@ -249,6 +250,7 @@ struct args {
 static int parse(int argc, const char *argv[], struct args *a)
 {
 	const char *pairs = NULL;
+	struct nvs_args_seen seen = { 0 };
 
 	memset(a, 0, sizeof(*a));
 	a->o = (struct nvs_p2p_opts){ .size = 64 << 20, .iters = 20, .min_eff = NVS_LADDER_MIN_EFFICIENCY };
@@ -268,6 +270,8 @@ static int parse(int argc, const char *argv[], struct args *a)
 			return out_usage(argv[0], "Invalid argument: `%s'", o);
 		} else if (!v) {
 			return out_usage(argv[0], "Missing value for `%s'", o);
+		} else if (nvs_arg_twice(&seen, argv[0], o)) {
+			return NVS_EX_USAGE;
 		} else if (!strcmp(o, "--size")) {
 			if (nvs_parse_size(v, NVS_P2P_LAT_BYTES, 64ULL << 30, 0, &n))
 				return out_usage(argv[0], "Invalid --size (a byte count from 4 to 64G, suffix K, M or G): `%s'", v);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check/record.h"
+#include "cli/args.h"
 #include "cli/csv.h"
 #include "cli/gpu.h"
 #include "cli/out.h"
@@ -273,6 +274,7 @@ cleanup:
 static int parse(int argc, const char *argv[], struct opts *o)
 {
 	bool have_duration = false, have_interval = false;
+	struct nvs_args_seen seen = { 0 };
 	const char *name = argv[0];
 
 	for (int i = 1; i < argc; ++i) {
@@ -293,6 +295,8 @@ static int parse(int argc, const char *argv[], struct opts *o)
 			return out_usage(name, "Unknown argument: `%s'", a);
 		} else if (!v) {
 			return out_usage(name, "Missing value for `%s'", a);
+		} else if (nvs_arg_twice(&seen, name, a)) {
+			return NVS_EX_USAGE;
 		} else if (!strcmp(a, "--gpu")) {
 			/* checked before the module is asked: a typo is an argument error */
 			if (!nvs_gpu_spec_ok(v))

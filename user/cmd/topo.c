@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check/topo.h"
+#include "cli/args.h"
 #include "cli/dump_topo.h"
 #include "cli/out.h"
 #include "cmd/subcommands.h"
@@ -304,6 +305,7 @@ int topo_main(int argc, const char *argv[])
 	const char *dump = NULL, *cmdline = NULL;
 	char err[512], (*lab)[8] = NULL;
 	bool tsv = false;
+	struct nvs_args_seen seen = { 0 };
 	int nids = 0, ret;
 
 	for (int i = 1; i < argc; ++i) {
@@ -318,6 +320,9 @@ int topo_main(int argc, const char *argv[])
 			tsv = true;
 		} else if (!v && (!strcmp(a, "--pci-dump") || !strcmp(a, "--cmdline") || !strcmp(a, "--gpu-ids"))) {
 			return out_usage(argv[0], "Missing value for `%s'", a);
+		} else if ((!strcmp(a, "--pci-dump") || !strcmp(a, "--cmdline") || !strcmp(a, "--gpu-ids")) &&
+			   nvs_arg_twice(&seen, argv[0], a)) {
+			return NVS_EX_USAGE;
 		} else if (!strcmp(a, "--pci-dump")) {
 			dump = argv[++i];
 		} else if (!strcmp(a, "--cmdline")) {

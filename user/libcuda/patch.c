@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -610,6 +611,40 @@ void lc_patch_result_free(struct lc_patch_result *res)
 	res->nsites = 0;
 }
 
+/*
+ * Whether an in-place manifest left in state still names backup. Backups
+ * are named by the original's hash, so two libraries with the same
+ * original (the driver's and a container root's copy) share one. A
+ * manifest that cannot be read counts as a user: keeping a backup too
+ * long is harmless, removing one that is needed is not.
+ */
+static bool backup_in_use(const char *state, const char *backup)
+{
+	char path[PATH_MAX], err[256];
+	struct dirent *d;
+	bool used = false;
+	DIR *dir = opendir(state);
+
+	if (!dir)
+		return true;
+	while (!used && (d = readdir(dir))) {
+		struct lc_manifest m;
+		size_t n = strlen(d->d_name);
+
+		if (strncmp(d->d_name, "inplace-", 8) || n < 9 || strcmp(d->d_name + n - 9, ".manifest"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", state, d->d_name);
+		if (lc_manifest_read(path, &m, err, sizeof(err))) {
+			used = true;
+			break;
+		}
+		used = !strcmp(m.backup, backup);
+		lc_manifest_free(&m);
+	}
+	closedir(dir);
+	return used;
+}
+
 int lc_restore(const char *path, const char *state, struct lc_restore_result *res, char *err, size_t errlen)
 {
 	char mpath[PATH_MAX], cur[65], bsha[65], dir[PATH_MAX];
@@ -657,6 +692,15 @@ int lc_restore(const char *path, const char *state, struct lc_restore_result *re
 	}
 	unlink(mpath);
 	nvs_fsync_dir(state);
+	/*
+	 * The original is back and on disk (nvs_write_atomic fsyncs the file
+	 * and its directory) and its record is gone: the backup has no use
+	 * left unless another library's record still names it.
+	 */
+	if (!backup_in_use(state, m.backup) && !unlink(m.backup)) {
+		res->backup_removed = true;
+		nvs_fsync_dir(state);
+	}
 	snprintf(res->lib, sizeof(res->lib), "%s", path);
 	snprintf(res->sha256, sizeof(res->sha256), "%s", m.source_sha256);
 	snprintf(res->backup, sizeof(res->backup), "%s", m.backup);

@@ -54,12 +54,15 @@ struct lc_restore_result {
 	char lib[PATH_MAX];
 	char sha256[65];
 	char backup[4096];
+	bool backup_removed;	/* no other in-place record uses it */
 };
 
 /*
  * Undoes `patch --in-place' of path after checking that it is still the
  * patched file and the backup still the original. -ENOENT when nothing is
  * recorded, -ESTALE when a file no longer matches, another -errno (I/O).
+ * Once the original is written and synced, the backup is removed unless
+ * another in-place record in state names it (res->backup_removed).
  */
 int lc_restore(const char *path, const char *state, struct lc_restore_result *res, char *err, size_t errlen);
 

@@ -43,6 +43,7 @@ static void describe_fd(int fd, struct lc_verify_result *r)
 			if (!strncmp(line, "exp_name:", 9)) {
 				line[strcspn(line, "\n")] = 0;
 				snprintf(r->fd_kind, sizeof(r->fd_kind), "dma-buf (exporter %s)", line + 9 + strspn(line + 9, " \t"));
+				r->fd_dmabuf = true;
 			} else if (!strncmp(line, "size:", 5)) {
 				r->fd_size = strtoull(line + 5, NULL, 10);
 			}

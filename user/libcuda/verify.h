@@ -46,6 +46,7 @@ struct lc_verify_result {
 	int export_rc;			/* CUresult of the export */
 	int fd;				/* the fd number the child got, or -1 */
 	char fd_kind[128];		/* dma-buf exporter name or what the fd is */
+	bool fd_dmabuf;			/* the kernel lists the fd as a dma-buf */
 	uint64_t fd_size;
 	int hook_rc;
 	bool hook_ran;
