@@ -251,41 +251,99 @@ static const struct nvs_chip_window g6x6_windows[] = {
 	WIN(NV_MEM_STRAP, 4),
 };
 
-#define RECIPE(var, n, sim, s, w, parts, strap)				\
+/*
+ * The chip from PMC_BOOT_0 (issue 19). NV_PMC_BOOT_0 is the first register
+ * of BAR0; its chip id, not the PCI device id, says which silicon answers,
+ * so it selects the recipe and the PCI id table only names the product.
+ * Sources (public, re-read for this comment; no code copied):
+ *   - nouveau, drivers/gpu/drm/nouveau/nvkm/engine/device/base.c: boot0 is
+ *     the read of 0x000000 and the chipset is (boot0 & 0x1ff00000) >> 20,
+ *     i.e. bits 28:20;
+ *   - nova-core, drivers/gpu/nova-core/regs.rs NV_PMC_BOOT_0: bits 28:24
+ *     architecture_0, 23:20 implementation, 8:8 architecture_1 (the MSB of
+ *     the architecture), 7:4 and 3:0 the major and minor revision; gpu.rs
+ *     define_chipset: GA102 0x172, GA104 0x174, GA106 0x176, AD102 0x192,
+ *     AD103 0x193, AD104 0x194, AD106 0x196, AD107 0x197, GB202 0x1b2,
+ *     GB203 0x1b3, GB205 0x1b5 (and GB206 0x1b6, GB207 0x1b7, which have
+ *     no recipe here).
+ * Bits 31:29 are no part of the id in either driver (issue 19 said 31:20),
+ * and the revision nibbles are ignored: a recipe holds for every stepping.
+ * Bit 8 is 0 on every chip above; a boot0 with it set names an
+ * architecture past 0x1f, which nouveau's mask would alias onto a known
+ * chip, so it matches no recipe (NVS_BOOT0_FUTURE). nova-core also notes
+ * that later chips report through NV_PMC_BOOT_42 and leave BOOT_0 zeroed:
+ * 0 (like all-ones and 0xBADFxxxx) is "no chip id" (core.c, nvs_map()).
+ */
+#define BOOT0_CHIP_SHIFT	20
+#define BOOT0_CHIP_MASK		0x1ff
+#define BOOT0_ARCH_MSB		BIT(8)
+
+#define ID_GA102	0x172
+#define ID_GA104	0x174
+#define ID_GA106	0x176
+#define ID_AD102	0x192
+#define ID_AD103	0x193
+#define ID_AD104	0x194
+#define ID_AD106	0x196
+#define ID_AD107	0x197
+#define ID_GB202	0x1b2
+#define ID_GB203	0x1b3
+#define ID_GB205	0x1b5
+
+u16 nvs_boot0_chip_id(u32 boot0)
+{
+	if (!boot0 || boot0 == ~0U || nvs_raw_poison(boot0))
+		return NVS_BOOT0_NONE;
+	if (boot0 & BOOT0_ARCH_MSB)
+		return NVS_BOOT0_FUTURE;
+	return (boot0 >> BOOT0_CHIP_SHIFT) & BOOT0_CHIP_MASK;
+}
+
+#define RECIPE(var, n, sim, id, s, w, parts, strap)			\
 static const struct nvs_chip var = {					\
-	.name = n, .sim_name = sim,					\
+	.name = n, .sim_name = sim, .chip_id = id,			\
 	.sensors = s, .nsensors = ARRAY_SIZE(s),			\
 	.windows = w, .nwindows = ARRAY_SIZE(w),			\
 	.nparts = parts, .strap_off = strap,				\
 }
 /* no memory partitions read */
-#define CHIP(var, n, sim, s, w)	RECIPE(var, n, sim, s, w, 0, 0)
+#define CHIP(var, n, sim, id, s, w)	RECIPE(var, n, sim, id, s, w, 0, 0)
 
-RECIPE(chip_gb202, "gb202", "GeForce RTX 5090", gb202_sensors, gb202_windows,
-	8, 0);
-RECIPE(chip_gb203, "gb203", "GeForce RTX 5080", gb203_sensors, gb203_windows,
-	4, NV_MEM_STRAP);
-RECIPE(chip_gb205, "gb205", "GeForce RTX 5070", gb205_sensors, gb205_windows,
-	3, NV_MEM_STRAP);
+RECIPE(chip_gb202, "gb202", "GeForce RTX 5090", ID_GB202, gb202_sensors,
+	gb202_windows, 8, 0);
+RECIPE(chip_gb203, "gb203", "GeForce RTX 5080", ID_GB203, gb203_sensors,
+	gb203_windows, 4, NV_MEM_STRAP);
+RECIPE(chip_gb205, "gb205", "GeForce RTX 5070", ID_GB205, gb205_sensors,
+	gb205_windows, 3, NV_MEM_STRAP);
 /* GeForce (GDDR6X, per-chip rows) and professional (GDDR6) variants */
-RECIPE(chip_ad102, "ad102", "GeForce RTX 4090", g6x12_sensors, g6x12_windows,
-	6, NV_MEM_STRAP);
-CHIP(chip_ad102gl, "ad102gl", "RTX 6000 Ada Generation", ada_sensors, ada_windows);
-RECIPE(chip_ad103, "ad103", "GeForce RTX 4080", g6x8_sensors, g6x8_windows,
-	4, NV_MEM_STRAP);
-RECIPE(chip_ad104, "ad104", "GeForce RTX 4070", g6x6_sensors, g6x6_windows,
-	3, NV_MEM_STRAP);
-CHIP(chip_ad104gl, "ad104gl", "L4", ada_sensors, ada_windows);
-CHIP(chip_ad106, "ad106", "GeForce RTX 4070 Laptop", ada_sensors, ada_windows);
-CHIP(chip_ad107, "ad107", "GeForce RTX 4060 Laptop", ada_sensors, ada_windows);
-RECIPE(chip_ga102, "ga102", "GeForce RTX 3090", g6x12_sensors, g6x12_windows,
-	6, NV_MEM_STRAP);
-CHIP(chip_ga102gl, "ga102gl", "RTX A5000", ada_sensors, ada_windows);
-CHIP(chip_ga106, "ga106", "RTX A2000", ada_sensors, ada_windows);
+RECIPE(chip_ad102, "ad102", "GeForce RTX 4090", ID_AD102, g6x12_sensors,
+	g6x12_windows, 6, NV_MEM_STRAP);
+CHIP(chip_ad102gl, "ad102gl", "RTX 6000 Ada Generation", ID_AD102,
+	ada_sensors, ada_windows);
+RECIPE(chip_ad103, "ad103", "GeForce RTX 4080", ID_AD103, g6x8_sensors,
+	g6x8_windows, 4, NV_MEM_STRAP);
+RECIPE(chip_ad104, "ad104", "GeForce RTX 4070", ID_AD104, g6x6_sensors,
+	g6x6_windows, 3, NV_MEM_STRAP);
+CHIP(chip_ad104gl, "ad104gl", "L4", ID_AD104, ada_sensors, ada_windows);
+CHIP(chip_ad106, "ad106", "GeForce RTX 4070 Laptop", ID_AD106, ada_sensors,
+	ada_windows);
+CHIP(chip_ad107, "ad107", "GeForce RTX 4060 Laptop", ID_AD107, ada_sensors,
+	ada_windows);
+RECIPE(chip_ga102, "ga102", "GeForce RTX 3090", ID_GA102, g6x12_sensors,
+	g6x12_windows, 6, NV_MEM_STRAP);
+CHIP(chip_ga102gl, "ga102gl", "RTX A5000", ID_GA102, ada_sensors,
+	ada_windows);
+CHIP(chip_ga106, "ga106", "RTX A2000", ID_GA106, ada_sensors, ada_windows);
 /* GA104 as the RTX 3070 has the junction register elsewhere; A4000 does not */
-CHIP(chip_ga104, "ga104", "GeForce RTX 3070", ga104_sensors, ga104_windows);
-CHIP(chip_ga104gl, "ga104gl", "RTX A4000", ada_sensors, ada_windows);
+CHIP(chip_ga104, "ga104", "GeForce RTX 3070", ID_GA104, ga104_sensors,
+	ga104_windows);
+CHIP(chip_ga104gl, "ga104gl", "RTX A4000", ID_GA104, ada_sensors,
+	ada_windows);
 
+/*
+ * The GeForce recipe of each chip comes before its "gl" variant: the first
+ * match is the default of nvs_chip_by_chip_id().
+ */
 static const struct nvs_chip *const nvs_chips[] = {
 	&chip_gb202, &chip_gb203, &chip_gb205,
 	&chip_ad102, &chip_ad102gl, &chip_ad103, &chip_ad104, &chip_ad104gl,
@@ -300,6 +358,8 @@ static const struct nvs_chip *const nvs_chips[] = {
  * The GB203/GB205 ids follow the issue: 2c02 RTX 5080, 2c05 RTX 5070 Ti,
  * 2f04 RTX 5070. TB's list labels them differently (2b82 5080, 2c05 5070 Ti,
  * 2c02 5070); only the names would differ, as both chips share a recipe.
+ * A row's chip is checked against PMC_BOOT_0 at attach (core.c); a device
+ * id not listed here is handled by its PMC_BOOT_0 chip id alone.
  */
 const struct nvs_chip_id nvs_chip_ids[] = {
 	NV(0x2b85, chip_gb202, "GeForce RTX 5090"),
@@ -341,6 +401,16 @@ const struct nvs_chip *nvs_chip_by_name(const char *name)
 
 	for (i = 0; i < ARRAY_SIZE(nvs_chips); i++)
 		if (!strcmp(nvs_chips[i]->name, name))
+			return nvs_chips[i];
+	return NULL;
+}
+
+const struct nvs_chip *nvs_chip_by_chip_id(u16 chip_id)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(nvs_chips); i++)
+		if (nvs_chips[i]->chip_id == chip_id)
 			return nvs_chips[i];
 	return NULL;
 }

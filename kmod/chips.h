@@ -52,6 +52,12 @@ struct nvs_chip_window {
 struct nvs_chip {
 	const char *name;		/* recipe name, also the sim= chip */
 	const char *sim_name;		/* marketing name for sim= devices */
+	/*
+	 * NV_PMC_BOOT_0 bits 28:20 (chips.c, "The chip from PMC_BOOT_0").
+	 * A professional variant ("ad102gl") has its GeForce chip's id: the
+	 * PCI id picks the variant, the chip id only checks it.
+	 */
+	u16 chip_id;
 	const struct nvs_chip_sensor *sensors;
 	unsigned int nsensors;
 	const struct nvs_chip_window *windows;
@@ -72,6 +78,20 @@ extern const struct nvs_chip_id nvs_chip_ids[];
 
 const struct nvs_chip *nvs_chip_by_name(const char *name);
 const struct nvs_chip_id *nvs_chip_by_id(u16 vendor, u16 device);
+
+/*
+ * NV_PMC_BOOT_0, BAR0 + 0. The chip id of a boot0 value, or
+ * NVS_BOOT0_NONE when the value carries none (0, all-ones, 0xBADFxxxx:
+ * zeroed on chips that report through NV_PMC_BOOT_42, or not answering),
+ * or NVS_BOOT0_FUTURE when bit 8 says the architecture is beyond bits
+ * 28:24 (no recipe can match it).
+ */
+#define NVS_PMC_BOOT_0		0x0
+#define NVS_BOOT0_NONE		0xffff
+#define NVS_BOOT0_FUTURE	0xfffe
+u16 nvs_boot0_chip_id(u32 boot0);
+/* The default (GeForce) recipe of a chip id; NULL if there is none. */
+const struct nvs_chip *nvs_chip_by_chip_id(u16 chip_id);
 
 /*
  * Pure decode: raw data register (and validity register for NVS_DEC_MR) to

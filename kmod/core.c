@@ -3,7 +3,11 @@
  * Discovery and lifetime of GPUs.
  *
  * A PCI bus notifier follows devices as they come and go; at load the
- * devices already present are scanned. A GPU's registers are mapped only
+ * devices already present are scanned. A device id the chips table lists is
+ * taken at once; any other NVIDIA display device is taken when a driver
+ * owns it and its NV_PMC_BOOT_0 names a chip with a recipe (nvs_match()).
+ * Either way PMC_BOOT_0 is read again at each attach and must agree
+ * (nvs_check_boot0()). A GPU's registers are mapped only
  * while a driver owns it (not one that hands it to a guest or userspace:
  * vfio-pci, pci-stub, uio_pci_generic), because the owner may reset or
  * power off the device as it unbinds. The one exception is the tests'
@@ -31,6 +35,7 @@
 #include <linux/device.h>
 #include <linux/io.h>
 #include <linux/pci.h>
+#include <linux/pm_runtime.h>
 #include <linux/reboot.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -62,6 +67,11 @@ struct nvs_sim {
 	u16 device;
 	int bar;
 	bool owned;		/* follows the ownership rules */
+	/*
+	 * "auto": the recipe of the chip PMC_BOOT_0 names, as for a device
+	 * id the table does not list (chip is NULL then).
+	 */
+	bool auto_chip;
 	const struct nvs_chip *chip;
 };
 
@@ -101,7 +111,7 @@ static void nvs_gpu_release(struct kref *ref)
 {
 	struct nvs_gpu *gpu = container_of(ref, struct nvs_gpu, ref);
 
-	if (gpu->simulated)
+	if (gpu->name_alloc)
 		kfree(gpu->name);
 	kvfree(gpu->ring);
 	pci_dev_put(gpu->pdev);
@@ -191,9 +201,140 @@ static void nvs_unmap(struct nvs_gpu *gpu)
 		gpu->sensor[i].valid = false;
 }
 
+/* As sampler.c's check: a device without the PM capability stays in D0. */
+static bool nvs_boot0_in_d0(struct pci_dev *pdev)
+{
+	u16 pmcsr;
+
+	if (pdev->current_state == PCI_D0)
+		return true;
+	if (pdev->current_state != PCI_UNKNOWN)
+		return false;
+	if (!pdev->pm_cap)
+		return true;
+	if (pci_read_config_word(pdev, pdev->pm_cap + PCI_PM_CTRL, &pmcsr))
+		return false;
+	return (pmcsr & PCI_PM_CTRL_STATE_MASK) == 0;
+}
+
+/*
+ * One read of NV_PMC_BOOT_0 (BAR + 0, chips.c "The chip from PMC_BOOT_0")
+ * through a 4-byte mapping made for it and dropped at once, so that the
+ * recipe windows never include offset 0. The caller has made sure a
+ * driver owns the device (or it is a free sim); the rest is what a
+ * sampler pass checks first (sampler.c, nvs_access_begin()): no reset in
+ * progress, awake without waking it, in D0, memory decoding on. Returns 0
+ * with *boot0 set, or a negative errno and nothing was read.
+ */
+static int nvs_read_boot0(struct pci_dev *pdev, int bar, u32 *boot0)
+{
+	unsigned long flags = pci_resource_flags(pdev, bar);
+	resource_size_t start = pci_resource_start(pdev, bar);
+	void __iomem *reg;
+	int rpm, ret = -EIO;
+	u16 cmd;
+
+	if (!(flags & IORESOURCE_MEM) || (flags & IORESOURCE_UNSET) ||
+	    !start || pci_resource_len(pdev, bar) < NVS_PMC_BOOT_0 + 4)
+		return -ENODEV;
+	if (!pci_cfg_access_trylock(pdev))
+		return -EBUSY;
+	rpm = compat_rpm_get_if_active(&pdev->dev);
+	if (rpm == 0) {
+		ret = -EAGAIN;		/* runtime-suspended: not woken */
+		goto out_unlock;
+	}
+	if (rpm < 0 && rpm != -EINVAL) {	/* -EINVAL: runtime PM off */
+		ret = rpm;
+		goto out_unlock;
+	}
+	if (pci_channel_offline(pdev) || !nvs_boot0_in_d0(pdev) ||
+	    pci_read_config_word(pdev, PCI_COMMAND, &cmd) || cmd == 0xffff ||
+	    !(cmd & PCI_COMMAND_MEMORY))
+		goto out_put;
+	reg = ioremap(start + NVS_PMC_BOOT_0, 4);
+	if (!reg) {
+		ret = -ENOMEM;
+		goto out_put;
+	}
+	*boot0 = readl(reg);
+	iounmap(reg);
+	ret = 0;
+out_put:
+	if (rpm > 0)
+		pm_runtime_put(&pdev->dev);
+out_unlock:
+	pci_cfg_access_unlock(pdev);
+	return ret;
+}
+
+static const char *nvs_chip_id_name(u16 id)
+{
+	const struct nvs_chip *chip = nvs_chip_by_chip_id(id);
+
+	return chip ? chip->name : "unknown";
+}
+
+/*
+ * nvs_attach_lock held (boot0_noted). The chip PMC_BOOT_0 names must be the
+ * recipe's: a GPU whose PCI id says one chip while its registers say
+ * another is not read at all (its registers are not where the recipe
+ * looks, and a wrong offset is a wrong temperature, or a read of reserved
+ * MMIO). A boot0 without a chip id, or one not readable now, leaves the
+ * PCI id's recipe in use: logged once, since later chips zero BOOT_0.
+ */
+static int nvs_check_boot0(struct nvs_gpu *gpu, char *why, size_t whylen)
+{
+	const struct nvs_chip *chip = gpu->chip;
+	struct pci_dev *pdev = gpu->pdev;
+	unsigned int raw;
+	u32 boot0;
+	u16 id;
+	int ret;
+
+	ret = nvs_read_boot0(pdev, gpu->bar, &boot0);
+	if (ret) {
+		if (!gpu->boot0_noted)
+			pci_info(pdev, "gpu%u: PMC_BOOT_0 not readable now (%d): %s recipe, unchecked\n",
+				 gpu->index, ret, chip->name);
+		gpu->boot0_noted = true;
+		return 0;
+	}
+	mutex_lock(&gpu->lock);
+	gpu->mmio_reads++;
+	mutex_unlock(&gpu->lock);
+
+	id = nvs_boot0_chip_id(boot0);
+	if (id == NVS_BOOT0_NONE) {
+		if (!gpu->boot0_noted)
+			pci_info(pdev, "gpu%u: PMC_BOOT_0 reads 0x%08x, no chip id (later chips report through BOOT_42): %s recipe from the PCI id\n",
+				 gpu->index, boot0, chip->name);
+		gpu->boot0_noted = true;
+		return 0;
+	}
+	if (id == chip->chip_id)
+		return 0;
+
+	/* the field as read, also for NVS_BOOT0_FUTURE (named "unknown") */
+	raw = (boot0 >> 20) & 0x1ff;
+	if (gpu->chip_from_boot0)
+		snprintf(why, whylen, "PMC_BOOT_0 chip 0x%03x (%s), was 0x%03x (%s)",
+			 raw, nvs_chip_id_name(id), chip->chip_id, chip->name);
+	else if (gpu->simulated)
+		snprintf(why, whylen, "PMC_BOOT_0 chip 0x%03x (%s) contradicts sim= %s",
+			 raw, nvs_chip_id_name(id), chip->name);
+	else
+		snprintf(why, whylen, "PMC_BOOT_0 chip 0x%03x (%s) contradicts %04x:%04x (%s)",
+			 raw, nvs_chip_id_name(id), pdev->vendor, pdev->device,
+			 chip->name);
+	return -ENODEV;
+}
+
 /*
  * ioremap exactly the recipe's windows, nothing else of the BAR, and
  * without request_mem_region(): the BAR belongs to the GPU's driver.
+ * PMC_BOOT_0 is read first (nvs_check_boot0()); nothing else is read
+ * when it names another chip.
  */
 static int nvs_map(struct nvs_gpu *gpu, char *why, size_t whylen)
 {
@@ -203,6 +344,7 @@ static int nvs_map(struct nvs_gpu *gpu, char *why, size_t whylen)
 	resource_size_t start, len;
 	unsigned long flags;
 	unsigned int i, n;
+	int ret;
 
 	flags = pci_resource_flags(pdev, gpu->bar);
 	start = pci_resource_start(pdev, gpu->bar);
@@ -213,6 +355,9 @@ static int nvs_map(struct nvs_gpu *gpu, char *why, size_t whylen)
 			 gpu->bar);
 		return -ENODEV;
 	}
+	ret = nvs_check_boot0(gpu, why, whylen);
+	if (ret)
+		return ret;
 	if (chip->nwindows > NVS_MAX_WINDOWS) {
 		snprintf(why, whylen, "recipe has too many windows");
 		return -E2BIG;
@@ -305,7 +450,7 @@ enum nvs_importer nvs_core_importer_check(struct pci_dev *pdev)
 /* nvs_attach_lock held. A driver owns the GPU (or it is a free sim): map. */
 static void nvs_attach(struct nvs_gpu *gpu)
 {
-	char why[48];
+	char why[sizeof(gpu->reason)];
 	int ret;
 
 	/* after the reboot notifier nothing is mapped again (nvs_reboot_notify) */
@@ -387,13 +532,63 @@ static void nvs_detach_handed(struct nvs_gpu *gpu,
 	nvs_detach(gpu, why);
 }
 
+/* Unlocked, as in nvs_add(): a driver completed its bind and owns the GPU. */
+static bool nvs_owned_now(struct pci_dev *pdev)
+{
+	const struct device_driver *drv = READ_ONCE(pdev->dev.driver);
+
+	return drv && READ_ONCE(pdev->dev.links.status) == DL_DEV_DRIVER_BOUND &&
+	       nvs_driver_owns(drv);
+}
+
+/*
+ * nvs_attach_lock held. A device id the table does not list, or sim=
+ * ...:auto: the recipe is that of the chip PMC_BOOT_0 names, read now if
+ * the registers may be read (a driver owns the device, or it is a free
+ * sim); otherwise it is looked at again when a driver binds
+ * (nvs_pci_notify()). No chip id, or one without a recipe: not handled.
+ */
+static const struct nvs_chip *nvs_match_boot0(struct pci_dev *pdev, int bar,
+					      bool free_sim)
+{
+	const struct nvs_chip *chip = NULL;
+	u32 boot0;
+	u16 id;
+
+	if (!free_sim && !nvs_owned_now(pdev))
+		return NULL;
+	if (nvs_read_boot0(pdev, bar, &boot0))
+		return NULL;
+	id = nvs_boot0_chip_id(boot0);
+	if (id != NVS_BOOT0_NONE && id != NVS_BOOT0_FUTURE)
+		chip = nvs_chip_by_chip_id(id);
+	if (!chip)
+		pci_info(pdev, "PMC_BOOT_0 0x%08x: %s, not handled\n", boot0,
+			 id == NVS_BOOT0_NONE ? "no chip id" :
+			 "no recipe for its chip");
+	return chip;
+}
+
+/* NVIDIA VGA or 3D controller: what the GPUs with a recipe present as. */
+static bool nvs_nvidia_display(const struct pci_dev *pdev)
+{
+	return pdev->vendor == PCI_VENDOR_ID_NVIDIA &&
+	       (pdev->class >> 8 == PCI_CLASS_DISPLAY_VGA ||
+		pdev->class >> 8 == PCI_CLASS_DISPLAY_3D);
+}
+
+/*
+ * *name is NULL where nvs_add() makes one: sim= devices, and recipes from
+ * PMC_BOOT_0 (*from_boot0, which read one register already).
+ */
 static bool nvs_match(struct pci_dev *pdev, const struct nvs_chip **chip,
 		      const char **name, int *bar, bool *simulated,
-		      bool *free_sim)
+		      bool *free_sim, bool *from_boot0)
 {
 	const struct nvs_chip_id *id;
 	unsigned int i;
 
+	*from_boot0 = false;
 	for (i = 0; i < nvs_nsims; i++) {
 		if (nvs_sims[i].vendor == pdev->vendor &&
 		    nvs_sims[i].device == pdev->device) {
@@ -402,19 +597,30 @@ static bool nvs_match(struct pci_dev *pdev, const struct nvs_chip **chip,
 			*bar = nvs_sims[i].bar;
 			*simulated = true;
 			*free_sim = !nvs_sims[i].owned;
-			return true;
+			if (nvs_sims[i].auto_chip) {
+				*chip = nvs_match_boot0(pdev, *bar, *free_sim);
+				*from_boot0 = true;
+			}
+			return *chip;
 		}
 	}
 
-	id = nvs_chip_by_id(pdev->vendor, pdev->device);
-	if (!id)
-		return false;
-	*chip = id->chip;
-	*name = id->name;
+	*name = NULL;
 	*bar = 0;
 	*simulated = false;
 	*free_sim = false;
-	return true;
+	id = nvs_chip_by_id(pdev->vendor, pdev->device);
+	if (id) {
+		*chip = id->chip;
+		*name = id->name;
+		return true;
+	}
+	/* the PCI id only names the product: a new board of a known chip */
+	if (!nvs_nvidia_display(pdev))
+		return false;
+	*chip = nvs_match_boot0(pdev, 0, false);
+	*from_boot0 = true;
+	return *chip;
 }
 
 /* nvs_attach_lock held. */
@@ -424,13 +630,14 @@ static void nvs_add(struct pci_dev *pdev)
 	const struct nvs_chip *chip;
 	struct nvs_gpu *gpu;
 	const char *name;
-	bool simulated, free_sim, bound;
+	bool simulated, free_sim, from_boot0, bound;
 	unsigned int i;
 	int bar, ret;
 
-	if (nvs_unloading ||
-	    !nvs_match(pdev, &chip, &name, &bar, &simulated, &free_sim) ||
-	    nvs_find(pdev))
+	/* nvs_find() first: a listed GPU's BOUND_DRIVER comes here too */
+	if (nvs_unloading || nvs_find(pdev) ||
+	    !nvs_match(pdev, &chip, &name, &bar, &simulated, &free_sim,
+		       &from_boot0))
 		return;
 
 	gpu = kzalloc(sizeof(*gpu), GFP_KERNEL);
@@ -439,7 +646,14 @@ static void nvs_add(struct pci_dev *pdev)
 	gpu->ring = kvcalloc(NVS_RING_LEN, sizeof(*gpu->ring), GFP_KERNEL);
 	if (!gpu->ring)
 		goto err_free_gpu;
-	if (simulated) {
+	if (from_boot0) {
+		/* no marketing name: the id says which board, the chip how */
+		name = kasprintf(GFP_KERNEL, "%sNVIDIA %04x:%04x (%s)",
+				 simulated ? "Simulated " : "", pdev->vendor,
+				 pdev->device, chip->name);
+		if (!name)
+			goto err_free_ring;
+	} else if (simulated) {
 		name = kasprintf(GFP_KERNEL, "Simulated %s", chip->sim_name);
 		if (!name)
 			goto err_free_ring;
@@ -450,6 +664,9 @@ static void nvs_add(struct pci_dev *pdev)
 	gpu->pdev = pci_dev_get(pdev);
 	gpu->chip = chip;
 	gpu->name = name;
+	gpu->name_alloc = simulated || from_boot0;
+	gpu->chip_from_boot0 = from_boot0;
+	gpu->mmio_reads = from_boot0;	/* nvs_match_boot0() read boot0 */
 	gpu->bar = bar;
 	gpu->simulated = simulated;
 	gpu->free_sim = free_sim;
@@ -485,7 +702,8 @@ static void nvs_add(struct pci_dev *pdev)
 	if (ret)
 		pci_warn(pdev, "gpu%u: no class device (%d)\n", gpu->index, ret);
 
-	pci_info(pdev, "gpu%u: %s (%s%s)\n", gpu->index, gpu->name, chip->name,
+	pci_info(pdev, "gpu%u: %s (%s%s%s)\n", gpu->index, gpu->name,
+		 chip->name, from_boot0 ? " from PMC_BOOT_0" : "",
 		 free_sim ? ", simulated" :
 		 simulated ? ", simulated, owned by its driver" : "");
 	nvs_genl_event_gpu(gpu, NVS_EVENT_GPU_ADDED);
@@ -559,8 +777,15 @@ static int nvs_pci_notify(struct notifier_block *nb, unsigned long action,
 		goto out;
 	}
 	gpu = nvs_find(pdev);
-	if (!gpu)
+	if (!gpu) {
+		/*
+		 * An unlisted id (or sim auto) is added once its PMC_BOOT_0
+		 * may be read, i.e. when a driver owns it (nvs_match()).
+		 */
+		if (action == BUS_NOTIFY_BOUND_DRIVER)
+			nvs_add(pdev);
 		goto out;
+	}
 
 	switch (action) {
 	case BUS_NOTIFY_BOUND_DRIVER:
@@ -641,7 +866,8 @@ static struct notifier_block nvs_reboot_nb = {
 };
 
 /*
- * "vendor:device:bar:chip[:owned]". Returns -ENOENT for an unknown chip,
+ * "vendor:device:bar:chip[:owned]", chip a recipe name or "auto" (the
+ * recipe of the chip PMC_BOOT_0 names). Returns -ENOENT for an unknown chip,
  * -EPERM for a device other than ivshmem, -EINVAL for anything malformed.
  */
 static int nvs_sim_parse_one(char *s, struct nvs_sim *sim)
@@ -665,6 +891,11 @@ static int nvs_sim_parse_one(char *s, struct nvs_sim *sim)
 	if (sim->vendor != NVS_SIM_VENDOR || sim->device != NVS_SIM_DEVICE)
 		return -EPERM;
 	sim->bar = bar;
+	sim->auto_chip = !strcmp(f[3], "auto");
+	if (sim->auto_chip) {
+		sim->chip = NULL;
+		return 0;
+	}
 	sim->chip = nvs_chip_by_name(f[3]);
 	return sim->chip ? 0 : -ENOENT;
 }
@@ -695,7 +926,7 @@ static int nvs_sim_parse(const char *param)
 		}
 		ret = nvs_sim_parse_one(entry, &sim);
 		if (ret == -ENOENT) {
-			pr_err("sim: unknown chip in `%s' (known: gb202, gb203, gb205, ad102, ad102gl, ad103, ad104, ad104gl, ad106, ad107, ga102, ga102gl, ga104, ga104gl, ga106)\n",
+			pr_err("sim: unknown chip in `%s' (known: gb202, gb203, gb205, ad102, ad102gl, ad103, ad104, ad104gl, ad106, ad107, ga102, ga102gl, ga104, ga104gl, ga106, or auto: the chip PMC_BOOT_0 names)\n",
 			       copy);
 			ret = -EINVAL;
 			break;

@@ -10,7 +10,7 @@
 
 static char *sim;
 module_param(sim, charp, 0444);
-MODULE_PARM_DESC(sim, "Treat QEMU ivshmem devices as GPUs for testing: 1af4:1110:bar:chip[:owned], e.g. 1af4:1110:2:gb202; owned: read only while a driver is bound, like a real GPU");
+MODULE_PARM_DESC(sim, "Treat QEMU ivshmem devices as GPUs for testing: 1af4:1110:bar:chip[:owned], e.g. 1af4:1110:2:gb202 (chip auto: the one PMC_BOOT_0 names); owned: read only while a driver is bound, like a real GPU");
 
 unsigned int nvs_default_hz = 50;
 unsigned int nvs_default_mem_hz = NVS_MEM_HZ_DEFAULT;

@@ -101,6 +101,10 @@ struct nvs_gpu {
 	 * uio_pci_generic) is bound.
 	 */
 	bool free_sim;
+	/* the recipe came from PMC_BOOT_0 (an unlisted device id, sim auto) */
+	bool chip_from_boot0;
+	bool name_alloc;		/* name is kasprintf()ed */
+	bool boot0_noted;		/* logged why PMC_BOOT_0 was not used */
 
 	struct mutex lock;		/* everything below */
 	bool driver_bound;

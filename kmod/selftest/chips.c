@@ -254,6 +254,61 @@ static bool __init nvs_selftest_recipes(void)
 	return pass;
 }
 
+/*
+ * PMC_BOOT_0 to the default recipe: bits 28:20 only (revision and bits
+ * 31:29 ignored), "gl" variants never the default, no id in 0 / ~0 /
+ * 0xBADFxxxx, and a set bit 8 (a later architecture) matching nothing.
+ */
+struct nvs_boot0_case {
+	u32 boot0;
+	const char *chip;		/* NULL: no recipe */
+};
+
+static const struct nvs_boot0_case nvs_boot0_cases[] __initconst = {
+	{ 0x1b200000, "gb202" }, { 0x1b2000a1, "gb202" },
+	{ 0xfb200000, "gb202" },	/* 31:29 are no part of the id */
+	{ 0x1b300000, "gb203" }, { 0x1b500000, "gb205" },
+	{ 0x19200000, "ad102" }, { 0x19300000, "ad103" },
+	{ 0x19400000, "ad104" }, { 0x19600000, "ad106" },
+	{ 0x19700000, "ad107" }, { 0x17200000, "ga102" },
+	{ 0x17400000, "ga104" }, { 0x17600000, "ga106" },
+	{ 0x1b600000, NULL },		/* GB206: no recipe */
+	{ 0x1b200100, NULL },		/* architecture_1 set */
+	{ 0x00000000, NULL }, { 0xffffffff, NULL }, { 0xbadf1100, NULL },
+};
+
+static bool __init nvs_selftest_boot0(void)
+{
+	const struct nvs_chip *chip;
+	unsigned int i;
+	bool pass = true;
+	u16 id;
+
+	for (i = 0; i < ARRAY_SIZE(nvs_boot0_cases); i++) {
+		id = nvs_boot0_chip_id(nvs_boot0_cases[i].boot0);
+		chip = id == NVS_BOOT0_NONE || id == NVS_BOOT0_FUTURE ? NULL :
+		       nvs_chip_by_chip_id(id);
+		if (!chip != !nvs_boot0_cases[i].chip ||
+		    (chip && strcmp(chip->name, nvs_boot0_cases[i].chip))) {
+			pr_err("boot0 self-test %#010x: got %s, want %s\n",
+			       nvs_boot0_cases[i].boot0,
+			       chip ? chip->name : "none",
+			       nvs_boot0_cases[i].chip ?: "none");
+			pass = false;
+		}
+	}
+	/* every recipe has a chip id, and its chip has a default recipe */
+	for (i = 0; i < ARRAY_SIZE(nvs_chips); i++) {
+		if (!nvs_chip_by_chip_id(nvs_chips[i]->chip_id) ||
+		    !nvs_chips[i]->chip_id) {
+			pr_err("boot0 self-test: recipe %s has no chip id\n",
+			       nvs_chips[i]->name);
+			pass = false;
+		}
+	}
+	return pass;
+}
+
 bool __init nvs_selftest_decode(void)
 {
 	unsigned int i, formats = 0;
@@ -285,9 +340,12 @@ bool __init nvs_selftest_decode(void)
 		pass = false;
 	if (!nvs_selftest_recipes())
 		pass = false;
+	if (!nvs_selftest_boot0())
+		pass = false;
 	if (pass)
 		pr_info("decode self-tests (%zu cases): pass\n",
 			ARRAY_SIZE(nvs_decode_cases) +
-			ARRAY_SIZE(nvs_module_cases) + ARRAY_SIZE(nvs_chips) + 1);
+			ARRAY_SIZE(nvs_module_cases) + ARRAY_SIZE(nvs_chips) + 1 +
+			ARRAY_SIZE(nvs_boot0_cases));
 	return pass;
 }

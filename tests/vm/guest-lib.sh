@@ -38,7 +38,8 @@
 #   t_eq NAME GOT WANT     t_pass if GOT == WANT, else t_fail saying both
 #   sim_all CMD...         one nvsim run of a one-shot CMD on every GPU
 #   sim_fixture_all NAME   writes fixture NAME into every simulated GPU
-#   nvs_restore_gpus       rescans removed GPUs, turns memory decoding on
+#   nvs_restore_gpus       rescans removed GPUs, turns memory decoding on,
+#                          PMC_BOOT_0 back to 0 (no chip id)
 #                          (the runner does this after every file)
 #   NVS_SPLATS             the regex dmesg_check fails on
 #   vm_qmp JSON            runs one QMP command on this guest's QEMU (the
@@ -363,6 +364,9 @@ nvs_restore_gpus() {
 	done
 	# one setpci for all of them: exec is slow under emulation
 	((NVS_GPUS == 0)) || setpci -d 1af4:1110 COMMAND=2:2
+	# PMC_BOOT_0 with no chip id: whatever chip a file's sim= names, the
+	# next file starts with a boot0 that agrees (t-chip-boot0.sh)
+	sim_all set boot0 0
 }
 
 # vm_qmp JSON: one QMP command through the host's relay (tests/vm/qmp-relay

@@ -137,6 +137,7 @@ nvs_unload
 # memory pass (junction + 6 x 5), so 50 x 1 + 1 x 31 = 81 reads a second.
 sim 0 fixture ada
 sim 0 fixture gb202-full
+sim 0 set boot0 ad102	# gb202-full wrote GB202's PMC_BOOT_0
 nvs_load sim=1af4:1110:2:ad102 || { t_fail budget-load-ad102 "insmod failed"; exit 0; }
 c=$(sim_class 0)
 wait_for 5 '[[ $(read_err "$c/status") == ok ]]'

@@ -52,7 +52,9 @@ for chip in ad102; do
 done
 
 # A smaller chip maps fewer partitions: ad104 (6), so mem6 (clamped
-# 120 °C in the fixture) and beyond do not exist for it.
+# 120 °C in the fixture) and beyond do not exist for it. The fixture is an
+# AD102's: PMC_BOOT_0 must name the chip sim= says (t-chip-boot0.sh).
+sim_all set boot0 ad104
 nvs_load sim=1af4:1110:2:ad104 || t_fail modules-ad104-load "insmod failed"
 if nvs_loaded; then
 	c=$(sim_class 0) h=$(sim_hwmon 0)
@@ -62,6 +64,7 @@ if nvs_loaded; then
 	nvs_unload
 fi
 # The professional GDDR6 variants keep hotspot and junction only.
+sim_all set boot0 ad102
 nvs_load sim=1af4:1110:2:ad102gl || t_fail modules-ad102gl-load "insmod failed"
 if nvs_loaded; then
 	h=$(sim_hwmon 0)

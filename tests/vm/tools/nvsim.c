@@ -54,6 +54,26 @@
 #define DIE_VALID	0x40000000u	/* GB20x die word holds a sample */
 #define NV_STRAP	0x900200u
 #define NV_STRAP_CLAMSHELL 0x00400000u
+/*
+ * NV_PMC_BOOT_0, BAR0 + 0: the chip id in bits 28:20 selects the recipe
+ * (kmod/chips.c, "The chip from PMC_BOOT_0", has the sources). Every
+ * fixture writes its chip's id << 20; the revision nibbles (7:0) and
+ * bit 8 are left 0.
+ */
+#define NV_BOOT0	0x0u
+#define BOOT0(id)	((uint32_t)(id) << 20)
+
+static const struct {
+	const char *name;
+	uint32_t id;
+} chip_ids[] = {
+	{ "gb202", 0x1b2 }, { "gb203", 0x1b3 }, { "gb205", 0x1b5 },
+	{ "gb206", 0x1b6 }, { "gb207", 0x1b7 },	/* no recipe */
+	{ "ad102", 0x192 }, { "ad103", 0x193 }, { "ad104", 0x194 },
+	{ "ad106", 0x196 }, { "ad107", 0x197 },
+	{ "ga102", 0x172 }, { "ga104", 0x174 }, { "ga106", 0x176 },
+};
+
 /* Ampere/Ada */
 #define ADA_MEM		0xe2a8u
 #define GA104_MEM	0xee50u
@@ -127,7 +147,8 @@ static uint32_t gddr7_raw(double c)
 struct reg_name {
 	const char *name;
 	uint32_t off;
-	char kind;		/* d: die, m: GDDR7 module, a: Ada mem, h: Ada hotspot */
+	char kind;		/* d: die, m: GDDR7 module, a: Ada mem, h: Ada hotspot,
+				   r: raw, b: boot0 (raw, or a chip name) */
 };
 
 static const struct reg_name reg_names[] = {
@@ -138,6 +159,7 @@ static const struct reg_name reg_names[] = {
 	{ "ada-mem", ADA_MEM, 'a' }, { "ga104-mem", GA104_MEM, 'a' },
 	{ "ada-hotspot", ADA_HOTSPOT, 'h' },
 	{ "strap", NV_STRAP, 'r' },
+	{ "boot0", NV_BOOT0, 'b' },
 };
 
 /* Status bits of chip n's two slots. */
@@ -188,10 +210,13 @@ static uint32_t reg_lookup(const char *s, char *kind)
 	errno = 0;
 	v = strtoul(s, &end, 0);
 	if (errno || *end || end == s || v > UINT32_MAX)
-		die("unknown register `%s' (names: ch0..ch3 hotspot average mem mem0..mem15 mem0-valid p0-w0..p7-w3 p0-status strap ada-mem ga104-mem ada-hotspot, or an offset)", s);
+		die("unknown register `%s' (names: ch0..ch3 hotspot average mem mem0..mem15 mem0-valid p0-w0..p7-w3 p0-status strap ada-mem ga104-mem ada-hotspot boot0, or an offset)", s);
 	*kind = 'r';
 	return (uint32_t)v;
 }
+
+/* "set boot0 ad104": a chip name for its boot0 value, else a number. */
+static uint32_t parse_boot0(const char *s);
 
 static uint32_t parse_u32(const char *s)
 {
@@ -203,6 +228,16 @@ static uint32_t parse_u32(const char *s)
 	if (errno || *end || end == s || v > UINT32_MAX)
 		die("not a 32-bit value: `%s'", s);
 	return (uint32_t)v;
+}
+
+static uint32_t parse_boot0(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(chip_ids) / sizeof(chip_ids[0]); i++)
+		if (!strcmp(s, chip_ids[i].name))
+			return BOOT0(chip_ids[i].id);
+	return parse_u32(s);
 }
 
 static double parse_c(const char *s)
@@ -323,6 +358,7 @@ static void fixture_gb202(void)
 	}
 	wr(GB_BCAST, 0x005a0000u | 0x0042u);	/* hottest: 120 °C */
 	wr(NV_STRAP, 0);
+	wr(NV_BOOT0, BOOT0(0x1b2));		/* GB202 */
 }
 
 /*
@@ -382,6 +418,8 @@ static void fixture_ada(void)
 	}
 	wr(NV_STRAP, 0);
 	wr(GB_BCAST, 0xbadf5040u);
+	/* AD102: the ad102/ad102gl sims; others set boot0 to their chip */
+	wr(NV_BOOT0, BOOT0(0x192));
 }
 
 /*
@@ -458,6 +496,7 @@ static void fixture_ga102_clam(void)
 		wr(GB_STATUS(p), part[p][4]);
 	}
 	wr(NV_STRAP, NV_STRAP_CLAMSHELL | 0x13u);	/* junk in other bits */
+	wr(NV_BOOT0, BOOT0(0x172));			/* GA102 */
 }
 
 /* "gb202-full": the gb202 fixture with all 16 chips present (56 + 2n °C). */
@@ -682,7 +721,8 @@ static void usage(FILE *f)
 	      "  fixture NAME           exact known raw values (see the source for the tables):\n"
 	      "                         gb202, gb202-full (all 16 chips), gb202-layout,\n"
 	      "                         ada, ada-g6x, ga102-clam\n"
-	      "  set REG VALUE          write a raw 32-bit value\n"
+	      "  set REG VALUE          write a raw 32-bit value (boot0: or a chip\n"
+	      "                         name, gb202 ad104 ga102 ..., for its id << 20)\n"
 	      "  get REG                print a raw value\n"
 	      "  temp REG CELSIUS       write a temperature in REG's format (GDDR7: with validity)\n"
 	      "  ramp [--reg ch0] --from C --to C --seconds S [--hz 50]\n"
@@ -695,7 +735,8 @@ static void usage(FILE *f)
 	      "  dump                   the GB202 die values and the raw partition words\n"
 	      "REG: ch0..ch3 hotspot average mem mem0..mem15 (chip N's first slot)\n"
 	      "     mem0-valid..mem15-valid (its partition's status) p0-w0..p7-w3\n"
-	      "     p0-status..p7-status strap ada-mem ga104-mem ada-hotspot, or an offset\n"
+	      "     p0-status..p7-status strap ada-mem ga104-mem ada-hotspot,\n"
+	      "     boot0 (NV_PMC_BOOT_0, offset 0), or an offset\n"
 	      "Exit status: 0 done, 1 error, 2 usage.\n", f);
 }
 
@@ -791,7 +832,9 @@ static int run(const char *file, bool is_dev, int argc, char *argv[])
 	} else if (!strcmp(cmd, "set")) {
 		if (argc != 3)
 			die("set needs REG VALUE");
-		wr(reg_lookup(argv[1], &kind), parse_u32(argv[2]));
+		uint32_t off = reg_lookup(argv[1], &kind);
+
+		wr(off, kind == 'b' ? parse_boot0(argv[2]) : parse_u32(argv[2]));
 	} else if (!strcmp(cmd, "get")) {
 		if (argc != 2)
 			die("get needs REG");
