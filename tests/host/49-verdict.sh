@@ -100,6 +100,13 @@ quick
 grep -q '^FAIL full     full-p2p: (test fixture) a copy arrived wrong (verified [0-9]* s ago' "$work/out" &&
 	grep -q "fix: \`nvsidecar p2p' shows which pair" "$work/out" && [[ $rc == 1 ]] && t_pass verdict-fail-carried ||
 	t_fail verdict-fail-carried "rc $rc: $(show "$work/out")"
+# A version 1 file (before the end line) is still read: refusing it would
+# turn this FAIL into a WARN at the upgrade, and the health check would
+# resume the drained node (review of admin finding A5).
+sed -i '1s/.*/nvsidecar-verdict 1/; /^end /d' "$v"
+quick
+grep -q '^FAIL full     full-p2p: (test fixture) a copy arrived wrong' "$work/out" && [[ $rc == 1 ]] &&
+	t_pass verdict-v1-fail-carried || t_fail verdict-v1-fail-carried "rc $rc: $(show "$work/out")"
 # ...and not once it is older than NVSIDECAR_VERDICT_MAX_AGE
 sed -i "s/^written .*/written $(($(date +%s) - 600))/" "$v"
 NVSIDECAR_VERDICT_MAX_AGE=300 quick

@@ -263,7 +263,7 @@ const char *nvs_vcache_dir(const char *root, char *buf, size_t len)
 }
 
 /* ---- the file ------------------------------------------------------------
- *   nvsidecar-verdict 1
+ *   nvsidecar-verdict 2
  *   written SECONDS
  *   key NAME VALUE                 (every field, once, in any order)
  *   check RESULT SECONDS LAYER NAME MESSAGE
@@ -271,9 +271,14 @@ const char *nvs_vcache_dir(const char *root, char *buf, size_t len)
  *   end N                          (N: the number of check lines; last)
  * The end line makes a file cut short (a crash, a full or damaged file
  * system: the write itself is atomic) unusable rather than a shorter,
- * healthier-looking verdict (admin review A5).
+ * healthier-looking verdict (admin review A5). Version 1 files, written
+ * before the end line, are still read without one: refusing them would
+ * turn the FAIL of every node drained on a cached verdict into a WARN at
+ * the upgrade, and the health check would resume those nodes until the
+ * next --full (review of A5).
  */
-#define MAGIC "nvsidecar-verdict 1"
+#define MAGIC "nvsidecar-verdict 2"
+#define MAGIC_V1 "nvsidecar-verdict 1"
 #define MAX_TIME (1ll << 40)
 #define SEEN_TIME (1u << VK_N)
 #define SEEN_END (1u << (VK_N + 1))
@@ -387,8 +392,8 @@ int nvs_vcache_load(struct nvs_vcache *v, const char *dir, char *err, size_t err
 	struct nvs_ifile in;
 	unsigned int seen = 0;
 	size_t len;
+	bool cut, v1 = false;
 	char *l;
-	bool cut;
 	int ret;
 
 	memset(v, 0, sizeof(*v));
@@ -405,7 +410,9 @@ int nvs_vcache_load(struct nvs_vcache *v, const char *dir, char *err, size_t err
 				goto out;
 			}
 		if (in.lineno == 1) {
-			if (strcmp(l, MAGIC)) {
+			if (!strcmp(l, MAGIC_V1)) {
+				v1 = true;
+			} else if (strcmp(l, MAGIC)) {
 				ret = bad(err, errlen, dir, 1, "not a verdict file (`" MAGIC "' expected)");
 				goto out;
 			}
@@ -417,9 +424,9 @@ int nvs_vcache_load(struct nvs_vcache *v, const char *dir, char *err, size_t err
 	}
 	if (!ret && (seen & ~SEEN_END) != (SEEN_ALL & ~SEEN_END))
 		ret = bad(err, errlen, dir, in.lineno, "incomplete: a key field or the time is missing");
-	else if (!ret && !(seen & SEEN_END))
+	else if (!ret && !v1 && !(seen & SEEN_END))
 		ret = bad(err, errlen, dir, in.lineno,
-			  "incomplete: no end line (cut short, or written by an older nvsidecar); run `nvsidecar doctor --full' again");
+			  "incomplete: no end line (cut short); run `nvsidecar doctor --full' again");
 out:
 	nvs_ifile_close(&in);
 	if (ret)
