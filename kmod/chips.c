@@ -341,8 +341,13 @@ CHIP(chip_ga104gl, "ga104gl", "RTX A4000", ID_GA104, ada_sensors,
 	ada_windows);
 
 /*
- * The GeForce recipe of each chip comes before its "gl" variant: the first
- * match is the default of nvs_chip_by_chip_id().
+ * The GeForce recipe of each chip comes before its "gl" variant, and
+ * nvs_chip_by_chip_id() returns the last match: a device only PMC_BOOT_0
+ * names (not in the id table) gets the conservative recipe, die and
+ * summary registers only, where the chip has one. A GDDR6 professional
+ * board (RTX A6000 10de:2230, L40, A40 are not listed) must not be read
+ * with the GDDR6X per-chip rows and strap of its GeForce twin (review of
+ * item 3, M1).
  */
 static const struct nvs_chip *const nvs_chips[] = {
 	&chip_gb202, &chip_gb203, &chip_gb205,
@@ -407,12 +412,24 @@ const struct nvs_chip *nvs_chip_by_name(const char *name)
 
 const struct nvs_chip *nvs_chip_by_chip_id(u16 chip_id)
 {
+	const struct nvs_chip *found = NULL;
 	unsigned int i;
 
 	for (i = 0; i < ARRAY_SIZE(nvs_chips); i++)
 		if (nvs_chips[i]->chip_id == chip_id)
-			return nvs_chips[i];
-	return NULL;
+			found = nvs_chips[i];
+	return found;
+}
+
+/* The chip's own name (its GeForce recipe's, not a "gl" variant's). */
+const char *nvs_chip_id_name(u16 chip_id)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(nvs_chips); i++)
+		if (nvs_chips[i]->chip_id == chip_id)
+			return nvs_chips[i]->name;
+	return "unknown";
 }
 
 const struct nvs_chip_id *nvs_chip_by_id(u16 vendor, u16 device)

@@ -78,6 +78,7 @@ extern const struct nvs_chip_id nvs_chip_ids[];
 
 const struct nvs_chip *nvs_chip_by_name(const char *name);
 const struct nvs_chip_id *nvs_chip_by_id(u16 vendor, u16 device);
+const char *nvs_chip_id_name(u16 chip_id);
 
 /*
  * NV_PMC_BOOT_0, BAR0 + 0. The chip id of a boot0 value, or

@@ -201,22 +201,6 @@ static void nvs_unmap(struct nvs_gpu *gpu)
 		gpu->sensor[i].valid = false;
 }
 
-/* As sampler.c's check: a device without the PM capability stays in D0. */
-static bool nvs_boot0_in_d0(struct pci_dev *pdev)
-{
-	u16 pmcsr;
-
-	if (pdev->current_state == PCI_D0)
-		return true;
-	if (pdev->current_state != PCI_UNKNOWN)
-		return false;
-	if (!pdev->pm_cap)
-		return true;
-	if (pci_read_config_word(pdev, pdev->pm_cap + PCI_PM_CTRL, &pmcsr))
-		return false;
-	return (pmcsr & PCI_PM_CTRL_STATE_MASK) == 0;
-}
-
 /*
  * One read of NV_PMC_BOOT_0 (BAR + 0, chips.c "The chip from PMC_BOOT_0")
  * through a 4-byte mapping made for it and dropped at once, so that the
@@ -248,7 +232,7 @@ static int nvs_read_boot0(struct pci_dev *pdev, int bar, u32 *boot0)
 		ret = rpm;
 		goto out_unlock;
 	}
-	if (pci_channel_offline(pdev) || !nvs_boot0_in_d0(pdev) ||
+	if (pci_channel_offline(pdev) || !nvs_in_d0(pdev) ||
 	    pci_read_config_word(pdev, PCI_COMMAND, &cmd) || cmd == 0xffff ||
 	    !(cmd & PCI_COMMAND_MEMORY))
 		goto out_put;
@@ -266,13 +250,6 @@ out_put:
 out_unlock:
 	pci_cfg_access_unlock(pdev);
 	return ret;
-}
-
-static const char *nvs_chip_id_name(u16 id)
-{
-	const struct nvs_chip *chip = nvs_chip_by_chip_id(id);
-
-	return chip ? chip->name : "unknown";
 }
 
 /*

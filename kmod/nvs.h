@@ -207,6 +207,7 @@ void nvs_sampler_set_mem_hz(struct nvs_gpu *gpu, unsigned int mem_hz);
 /* a reader wants current values: a rate-limited pass when sample_hz is 0 */
 void nvs_sample_on_demand(struct nvs_gpu *gpu);
 void nvs_sample_probe_modules(struct nvs_gpu *gpu);	/* core.c, after mapping */
+bool nvs_in_d0(struct pci_dev *pdev);	/* no lock needed */
 void nvs_reset_history(struct nvs_gpu *gpu, int sensor);	/* -1 = all */
 int nvs_set_threshold(struct nvs_gpu *gpu, int sensor, bool clear, s32 mc);
 /* copy samples with seq >= since; returns count, sets *lost and *next */

@@ -65,8 +65,8 @@ static bool nvs_may_sample(const struct nvs_gpu *gpu)
 	       (gpu->free_sim || gpu->driver_bound);
 }
 
-/* A device without the PM capability cannot leave D0. */
-static bool nvs_in_d0(struct pci_dev *pdev)
+/* A device without the PM capability cannot leave D0. Also core.c's boot0 read. */
+bool nvs_in_d0(struct pci_dev *pdev)
 {
 	u16 pmcsr;
 

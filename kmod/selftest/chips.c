@@ -268,10 +268,11 @@ static const struct nvs_boot0_case nvs_boot0_cases[] __initconst = {
 	{ 0x1b200000, "gb202" }, { 0x1b2000a1, "gb202" },
 	{ 0xfb200000, "gb202" },	/* 31:29 are no part of the id */
 	{ 0x1b300000, "gb203" }, { 0x1b500000, "gb205" },
-	{ 0x19200000, "ad102" }, { 0x19300000, "ad103" },
-	{ 0x19400000, "ad104" }, { 0x19600000, "ad106" },
-	{ 0x19700000, "ad107" }, { 0x17200000, "ga102" },
-	{ 0x17400000, "ga104" }, { 0x17600000, "ga106" },
+	/* where a chip has a "gl" recipe, an unlisted device gets it (M1) */
+	{ 0x19200000, "ad102gl" }, { 0x19300000, "ad103" },
+	{ 0x19400000, "ad104gl" }, { 0x19600000, "ad106" },
+	{ 0x19700000, "ad107" }, { 0x17200000, "ga102gl" },
+	{ 0x17400000, "ga104gl" }, { 0x17600000, "ga106" },
 	{ 0x1b600000, NULL },		/* GB206: no recipe */
 	{ 0x1b200100, NULL },		/* architecture_1 set */
 	{ 0x00000000, NULL }, { 0xffffffff, NULL }, { 0xbadf1100, NULL },

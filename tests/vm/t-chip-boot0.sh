@@ -31,7 +31,7 @@ nvs_unload
 sim_all set boot0 ad104
 nvs_load sim=1af4:1110:2:auto || { t_fail chip-boot0-auto-ad104-load "insmod failed"; exit 0; }
 c=$(sim_class 0)
-t_eq chip-boot0-auto-ad104 "$(read_err "$c/chip")" ad104
+t_eq chip-boot0-auto-ad104 "$(read_err "$c/chip")" ad104gl
 nvs_unload
 
 # a chip without a recipe (GB206), and no chip id at all: not handled
