@@ -449,11 +449,16 @@ static void nvs_part_absent(struct nvs_gpu *gpu, unsigned int part, u64 now)
 	bool hide = false;
 	unsigned int i;
 
-	if (!gpu->ndormant) {	/* nothing scheduled a re-probe yet */
-		gpu->reprobe_shift = 0;
-		gpu->next_reprobe_ns = now + (u64)READ_ONCE(nvs_reprobe_s) *
-					     NSEC_PER_SEC;
-	}
+	/*
+	 * A partition that just stopped answering is re-probed after
+	 * mem_reprobe_s, not at a schedule other absent chips have
+	 * doubled up to 32 times that: one bad reading must not hide a
+	 * live partition for many minutes (review M3). The interval
+	 * starts over; a probe that finds nothing doubles it again.
+	 */
+	gpu->reprobe_shift = 0;
+	gpu->next_reprobe_ns = min(gpu->ndormant ? gpu->next_reprobe_ns : U64_MAX,
+				   now + (u64)READ_ONCE(nvs_reprobe_s) * NSEC_PER_SEC);
 	for (i = 0; i < gpu->nsensors; i++) {
 		struct nvs_sensor *st = &gpu->sensor[i];
 
