@@ -259,6 +259,8 @@ done <<EOF2
 --quick and --lib exclude each other|doctor --quick --lib /nonexistent
 --quick and --nvml exclude each other|doctor --nvml /nonexistent --quick
 --quick and --patched exclude each other|doctor --quick --patched /nonexistent
+--quick and --driver-version exclude each other|doctor --quick --driver-version 590.48.01
+--quick and --gpu-ids exclude each other|doctor --gpu-ids 1af4:1110 --quick
 --importer only applies to --probe|libcuda verify --importer 0000:41:00.0
 EOF2
 [[ -z $bad ]] && t_pass cli-option-twice-or-ignored || t_fail cli-option-twice-or-ignored "$bad"

@@ -304,7 +304,8 @@ int doctor_main(int argc, const char *argv[])
 	 * same doctor.conf serves --quick and full runs.
 	 */
 	if (o->mode == NVS_DOCTOR_QUICK) {
-		static const char *const full_only[] = { "--pci-dump", "--lib", "--nvml", "--patched" };
+		static const char *const full_only[] = { "--pci-dump", "--lib", "--nvml", "--patched",
+							 "--driver-version", "--gpu-ids" };
 
 		for (size_t k = 0; k < sizeof(full_only) / sizeof(*full_only); ++k)
 			if (nvs_arg_given(&seen, full_only[k])) {
