@@ -262,6 +262,7 @@ done <<EOF2
 --quick and --driver-version exclude each other|doctor --quick --driver-version 590.48.01
 --quick and --gpu-ids exclude each other|doctor --gpu-ids 1af4:1110 --quick
 --importer only applies to --probe|libcuda verify --importer 0000:41:00.0
+--out and --lib exclude each other|libcuda env --out /nonexistent --lib /nonexistent
 EOF2
 [[ -z $bad ]] && t_pass cli-option-twice-or-ignored || t_fail cli-option-twice-or-ignored "$bad"
 # the repeatable one still repeats

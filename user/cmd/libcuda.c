@@ -586,6 +586,9 @@ static int cmd_env(const struct opts *o)
 	struct stat st;
 	int r;
 
+	/* the usage says one or the other: --lib would be ignored (admin review A4) */
+	if (o->out && o->lib)
+		return out_usage("libcuda env", "--out and --lib exclude each other: name the patched copy once, by its directory (--out) or its library (--lib)");
 	if (o->out) {
 		snprintf(tmp, sizeof(tmp), "%s", o->out);
 	} else if (o->lib) {
