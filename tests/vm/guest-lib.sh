@@ -200,6 +200,10 @@ hw_temp() {
 	return 1
 }
 
+# genl ARGS: the test netlink client (tests/vm/tools/nvs_genl.py), as root;
+# -S skips the site import, a little less per start under emulation
+genl() { python3 -S "$NVS_TOP/tests/vm/tools/nvs_genl.py" "$@"; }
+
 # Builtin read in a subshell: no exec (every exec reads its program and
 # libraries over 9p, which is slow under emulation).
 read_err() {

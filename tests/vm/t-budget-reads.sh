@@ -17,8 +17,6 @@
 #     push the reads above the default budget (review finding 8).
 set -u
 
-genl() { python3 -S "$NVS_TOP/tests/vm/tools/nvs_genl.py" "$@"; }
-
 # window SECONDS: "reads passes rate" of GPU0 over that long (rate: reads a
 # second of the sampler's own clock), from two netlink snapshots taken
 # under the GPU's lock (two sysfs reads would see passes in between)

@@ -18,7 +18,6 @@ set -u
 
 probe=$NVS_TOOLS/dmabuf_probe
 field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2"; }
-genl() { python3 -S "$NVS_TOP/tests/vm/tools/nvs_genl.py" "$@"; }
 
 if [[ ! -c /dev/udmabuf ]]; then
 	t_skip review-dmabuf "kernel $NVS_KVER has no /dev/udmabuf (CONFIG_UDMABUF, 6.12 lanes only)"

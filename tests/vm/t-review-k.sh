@@ -23,8 +23,6 @@
 #     pass against the same board with a strap that answers.
 set -u
 
-genl() { python3 -S "$NVS_TOP/tests/vm/tools/nvs_genl.py" "$@"; }
-
 sim_fixture_all gb202
 die0=$(sim 0 get hotspot) || { t_fail review-k3-fixture "nvsim get hotspot failed"; exit 0; }
 # the attach probe reads the first die register (hotspot on GB202):

@@ -14,8 +14,6 @@
 #     the next valid reading without counting a new crossing.
 set -u
 
-genl() { python3 -S "$NVS_TOP/tests/vm/tools/nvs_genl.py" "$@"; }
-
 sim_fixture_all gb202
 nvs_load || { t_fail review-sampler-load "insmod failed"; exit 0; }
 wait_for 5 '[[ $(read_err "$(sim_class 0)/status") == ok ]]'

@@ -15,8 +15,6 @@
 # the strap is read.
 set -u
 
-genl() { python3 -S "$NVS_TOP/tests/vm/tools/nvs_genl.py" "$@"; }
-
 # --- GB202: 8 partitions (nvsim fixture gb202-layout); which chips show
 # and their values: t-thermal-chips.sh, on every Debian lane -------------
 sim_fixture_all gb202
