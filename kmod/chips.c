@@ -290,13 +290,18 @@ static const struct nvs_chip_window g6x6_windows[] = {
 #define ID_GB203	0x1b3
 #define ID_GB205	0x1b5
 
+u16 nvs_boot0_field(u32 boot0)
+{
+	return (boot0 >> BOOT0_CHIP_SHIFT) & BOOT0_CHIP_MASK;
+}
+
 u16 nvs_boot0_chip_id(u32 boot0)
 {
 	if (!boot0 || boot0 == ~0U || nvs_raw_poison(boot0))
 		return NVS_BOOT0_NONE;
 	if (boot0 & BOOT0_ARCH_MSB)
 		return NVS_BOOT0_FUTURE;
-	return (boot0 >> BOOT0_CHIP_SHIFT) & BOOT0_CHIP_MASK;
+	return nvs_boot0_field(boot0);
 }
 
 #define RECIPE(var, n, sim, id, s, w, parts, strap)			\

@@ -91,6 +91,7 @@ const char *nvs_chip_id_name(u16 chip_id);
 #define NVS_BOOT0_NONE		0xffff
 #define NVS_BOOT0_FUTURE	0xfffe
 u16 nvs_boot0_chip_id(u32 boot0);
+u16 nvs_boot0_field(u32 boot0);		/* bits 28:20 as they are */
 /* The default (GeForce) recipe of a chip id; NULL if there is none. */
 const struct nvs_chip *nvs_chip_by_chip_id(u16 chip_id);
 

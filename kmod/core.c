@@ -39,6 +39,7 @@
 #include <linux/reboot.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/workqueue.h>
 #include "nvs.h"
 #include "chips.h"
 #include "compat.h"
@@ -51,6 +52,30 @@ static DEFINE_MUTEX(nvs_attach_lock);
 static unsigned int nvs_next_index;
 static bool nvs_unloading;		/* under nvs_attach_lock */
 static bool nvs_going_down;		/* under nvs_attach_lock: reboot */
+
+/*
+ * An unlisted device (or sim auto) whose PMC_BOOT_0 could not be read when
+ * a driver took it: asleep, in a reset, decoding off, or answering
+ * all-ones (review M2). Without its chip there is no recipe, and no bus
+ * event comes when the GPU wakes or its reset ends, so it is looked at
+ * again: 1 s later, then 2, 4 ... up to NVS_PENDING_MAX_SHIFT, for as
+ * long as the driver owns it. Each look is what a sampler pass's gate
+ * costs (a config-lock trylock, a runtime-PM test; a GPU asleep is not
+ * woken) and one register read once the gate opens. An unbind, removal
+ * or unload forgets it. Under nvs_attach_lock, as every attach change.
+ */
+struct nvs_pending {
+	struct list_head node;
+	struct pci_dev *pdev;		/* a reference of its own */
+	unsigned long due;		/* jiffies */
+	unsigned int tries;
+};
+
+#define NVS_PENDING_MAX_SHIFT	6	/* 64 s */
+
+static LIST_HEAD(nvs_pending);
+static void nvs_pending_fn(struct work_struct *work);
+static DECLARE_DELAYED_WORK(nvs_pending_work, nvs_pending_fn);
 
 #define NVS_SIM_MAX	8
 
@@ -205,50 +230,44 @@ static void nvs_unmap(struct nvs_gpu *gpu)
  * One read of NV_PMC_BOOT_0 (BAR + 0, chips.c "The chip from PMC_BOOT_0")
  * through a 4-byte mapping made for it and dropped at once, so that the
  * recipe windows never include offset 0. The caller has made sure a
- * driver owns the device (or it is a free sim); the rest is what a
- * sampler pass checks first (sampler.c, nvs_access_begin()): no reset in
- * progress, awake without waking it, in D0, memory decoding on. Returns 0
- * with *boot0 set, or a negative errno and nothing was read.
+ * driver owns the device (or it is a free sim); the rest is the gate a
+ * sampler pass goes through (access.c). The mapping is made before the
+ * gate is opened: ioremap() may sleep and allocate, and resets and lspci
+ * wait on the gate (review m4). Returns 0 with *boot0 set, -ENODEV when
+ * the BAR cannot hold it, or another negative errno when it could not be
+ * read now (-EBUSY in a reset, -EAGAIN asleep, -EIO dead or decoding off).
  */
 static int nvs_read_boot0(struct pci_dev *pdev, int bar, u32 *boot0)
 {
 	unsigned long flags = pci_resource_flags(pdev, bar);
 	resource_size_t start = pci_resource_start(pdev, bar);
 	void __iomem *reg;
-	int rpm, ret = -EIO;
-	u16 cmd;
+	bool rpm;
+	int ret;
 
 	if (!(flags & IORESOURCE_MEM) || (flags & IORESOURCE_UNSET) ||
 	    !start || pci_resource_len(pdev, bar) < NVS_PMC_BOOT_0 + 4)
 		return -ENODEV;
-	if (!pci_cfg_access_trylock(pdev))
-		return -EBUSY;
-	rpm = compat_rpm_get_if_active(&pdev->dev);
-	if (rpm == 0) {
-		ret = -EAGAIN;		/* runtime-suspended: not woken */
-		goto out_unlock;
-	}
-	if (rpm < 0 && rpm != -EINVAL) {	/* -EINVAL: runtime PM off */
-		ret = rpm;
-		goto out_unlock;
-	}
-	if (pci_channel_offline(pdev) || !nvs_in_d0(pdev) ||
-	    pci_read_config_word(pdev, PCI_COMMAND, &cmd) || cmd == 0xffff ||
-	    !(cmd & PCI_COMMAND_MEMORY))
-		goto out_put;
 	reg = ioremap(start + NVS_PMC_BOOT_0, 4);
-	if (!reg) {
-		ret = -ENOMEM;
-		goto out_put;
+	if (!reg)
+		return -ENOMEM;
+	switch (nvs_gate_open(pdev, &rpm, NULL, 0)) {
+	case NVS_GATE_OPEN:
+		*boot0 = readl(reg);
+		nvs_gate_close(pdev, rpm);
+		ret = 0;
+		break;
+	case NVS_GATE_BUSY:
+		ret = -EBUSY;
+		break;
+	case NVS_GATE_ASLEEP:
+		ret = -EAGAIN;
+		break;
+	default:
+		ret = -EIO;
+		break;
 	}
-	*boot0 = readl(reg);
 	iounmap(reg);
-	ret = 0;
-out_put:
-	if (rpm > 0)
-		pm_runtime_put(&pdev->dev);
-out_unlock:
-	pci_cfg_access_unlock(pdev);
 	return ret;
 }
 
@@ -264,9 +283,8 @@ static int nvs_check_boot0(struct nvs_gpu *gpu, char *why, size_t whylen)
 {
 	const struct nvs_chip *chip = gpu->chip;
 	struct pci_dev *pdev = gpu->pdev;
-	unsigned int raw;
 	u32 boot0;
-	u16 id;
+	u16 id, raw;
 	int ret;
 
 	ret = nvs_read_boot0(pdev, gpu->bar, &boot0);
@@ -293,7 +311,7 @@ static int nvs_check_boot0(struct nvs_gpu *gpu, char *why, size_t whylen)
 		return 0;
 
 	/* the field as read, also for NVS_BOOT0_FUTURE (named "unknown") */
-	raw = (boot0 >> 20) & 0x1ff;
+	raw = nvs_boot0_field(boot0);
 	if (gpu->chip_from_boot0)
 		snprintf(why, whylen, "PMC_BOOT_0 chip 0x%03x (%s), was 0x%03x (%s)",
 			 raw, nvs_chip_id_name(id), chip->chip_id, chip->name);
@@ -523,27 +541,35 @@ static bool nvs_owned_now(struct pci_dev *pdev)
  * ...:auto: the recipe is that of the chip PMC_BOOT_0 names, read now if
  * the registers may be read (a driver owns the device, or it is a free
  * sim); otherwise it is looked at again when a driver binds
- * (nvs_pci_notify()). No chip id, or one without a recipe: not handled.
+ * (nvs_pci_notify()). Returns 0 with *chip set, -ENOENT when it is not
+ * handled (no chip id, a chip without a recipe, or no driver yet), or
+ * -EAGAIN when boot0 could not be read now and is to be read again later
+ * (nvs_pending_add()).
  */
-static const struct nvs_chip *nvs_match_boot0(struct pci_dev *pdev, int bar,
-					      bool free_sim)
+static int nvs_match_boot0(struct pci_dev *pdev, int bar, bool free_sim,
+			   const struct nvs_chip **chip)
 {
-	const struct nvs_chip *chip = NULL;
 	u32 boot0;
 	u16 id;
+	int ret;
 
+	*chip = NULL;
 	if (!free_sim && !nvs_owned_now(pdev))
-		return NULL;
-	if (nvs_read_boot0(pdev, bar, &boot0))
-		return NULL;
+		return -ENOENT;
+	ret = nvs_read_boot0(pdev, bar, &boot0);
+	if (ret == -ENODEV)
+		return -ENOENT;
+	/* all-ones or poison: not answering now, unlike a BOOT_0 of 0 */
+	if (ret || boot0 == ~0U || nvs_raw_poison(boot0))
+		return -EAGAIN;
 	id = nvs_boot0_chip_id(boot0);
 	if (id != NVS_BOOT0_NONE && id != NVS_BOOT0_FUTURE)
-		chip = nvs_chip_by_chip_id(id);
-	if (!chip)
-		pci_info(pdev, "PMC_BOOT_0 0x%08x: %s, not handled\n", boot0,
-			 id == NVS_BOOT0_NONE ? "no chip id" :
-			 "no recipe for its chip");
-	return chip;
+		*chip = nvs_chip_by_chip_id(id);
+	if (*chip)
+		return 0;
+	pci_info(pdev, "PMC_BOOT_0 0x%08x: %s, not handled\n", boot0,
+		 id == NVS_BOOT0_NONE ? "no chip id" : "no recipe for its chip");
+	return -ENOENT;
 }
 
 /* NVIDIA VGA or 3D controller: what the GPUs with a recipe present as. */
@@ -556,11 +582,13 @@ static bool nvs_nvidia_display(const struct pci_dev *pdev)
 
 /*
  * *name is NULL where nvs_add() makes one: sim= devices, and recipes from
- * PMC_BOOT_0 (*from_boot0, which read one register already).
+ * PMC_BOOT_0 (*from_boot0, which read one register already). Returns 0 on
+ * a match, -ENOENT for a device not handled, -EAGAIN for one whose
+ * PMC_BOOT_0 is to be read again later (nvs_match_boot0()).
  */
-static bool nvs_match(struct pci_dev *pdev, const struct nvs_chip **chip,
-		      const char **name, int *bar, bool *simulated,
-		      bool *free_sim, bool *from_boot0)
+static int nvs_match(struct pci_dev *pdev, const struct nvs_chip **chip,
+		     const char **name, int *bar, bool *simulated,
+		     bool *free_sim, bool *from_boot0)
 {
 	const struct nvs_chip_id *id;
 	unsigned int i;
@@ -574,11 +602,10 @@ static bool nvs_match(struct pci_dev *pdev, const struct nvs_chip **chip,
 			*bar = nvs_sims[i].bar;
 			*simulated = true;
 			*free_sim = !nvs_sims[i].owned;
-			if (nvs_sims[i].auto_chip) {
-				*chip = nvs_match_boot0(pdev, *bar, *free_sim);
-				*from_boot0 = true;
-			}
-			return *chip;
+			if (!nvs_sims[i].auto_chip)
+				return 0;
+			*from_boot0 = true;
+			return nvs_match_boot0(pdev, *bar, *free_sim, chip);
 		}
 	}
 
@@ -590,18 +617,22 @@ static bool nvs_match(struct pci_dev *pdev, const struct nvs_chip **chip,
 	if (id) {
 		*chip = id->chip;
 		*name = id->name;
-		return true;
+		return 0;
 	}
 	/* the PCI id only names the product: a new board of a known chip */
 	if (!nvs_nvidia_display(pdev))
-		return false;
-	*chip = nvs_match_boot0(pdev, 0, false);
+		return -ENOENT;
 	*from_boot0 = true;
-	return *chip;
+	return nvs_match_boot0(pdev, 0, false, chip);
 }
 
-/* nvs_attach_lock held. */
-static void nvs_add(struct pci_dev *pdev)
+static void nvs_pending_add(struct pci_dev *pdev, unsigned int tries);
+
+/*
+ * nvs_attach_lock held. tries: how many times PMC_BOOT_0 could not be read
+ * before (nvs_pending_fn()), 0 on a bus event or the scan at load.
+ */
+static void nvs_add(struct pci_dev *pdev, unsigned int tries)
 {
 	const struct device_driver *drv;
 	const struct nvs_chip *chip;
@@ -611,10 +642,18 @@ static void nvs_add(struct pci_dev *pdev)
 	unsigned int i;
 	int bar, ret;
 
-	/* nvs_find() first: a listed GPU's BOUND_DRIVER comes here too */
-	if (nvs_unloading || nvs_find(pdev) ||
-	    !nvs_match(pdev, &chip, &name, &bar, &simulated, &free_sim,
-		       &from_boot0))
+	/*
+	 * nvs_find() first: a listed GPU's BOUND_DRIVER comes here too. After
+	 * the reboot notifier nothing is added: nvs_match() may read boot0
+	 * (review m5).
+	 */
+	if (nvs_unloading || nvs_going_down || nvs_find(pdev))
+		return;
+	ret = nvs_match(pdev, &chip, &name, &bar, &simulated, &free_sim,
+			&from_boot0);
+	if (ret == -EAGAIN)
+		nvs_pending_add(pdev, tries);
+	if (ret)
 		return;
 
 	gpu = kzalloc(sizeof(*gpu), GFP_KERNEL);
@@ -742,6 +781,89 @@ static void nvs_del(struct nvs_gpu *gpu)
 	nvs_gpu_put(gpu);
 }
 
+/* nvs_attach_lock held. The work runs at the earliest due look, if any. */
+static void nvs_pending_arm(void)
+{
+	unsigned long due = 0, now = jiffies;
+	struct nvs_pending *p;
+	bool any = false;
+
+	if (nvs_unloading || nvs_going_down)
+		return;
+	list_for_each_entry(p, &nvs_pending, node) {
+		if (!any || time_before(p->due, due))
+			due = p->due;
+		any = true;
+	}
+	if (any)
+		mod_delayed_work(system_wq, &nvs_pending_work,
+				 time_after(due, now) ? due - now : 0);
+}
+
+static void nvs_pending_free(struct nvs_pending *p)
+{
+	list_del(&p->node);
+	pci_dev_put(p->pdev);
+	kfree(p);
+}
+
+/*
+ * nvs_attach_lock held. Its driver let it go, or it went: no more looks.
+ * Returns whether one was pending.
+ */
+static bool nvs_pending_drop(struct pci_dev *pdev)
+{
+	struct nvs_pending *p, *tmp;
+	bool found = false;
+
+	list_for_each_entry_safe(p, tmp, &nvs_pending, node) {
+		if (p->pdev == pdev) {
+			nvs_pending_free(p);
+			found = true;
+		}
+	}
+	return found;
+}
+
+/* nvs_attach_lock held, from nvs_add(): PMC_BOOT_0 not readable now. */
+static void nvs_pending_add(struct pci_dev *pdev, unsigned int tries)
+{
+	struct nvs_pending *p;
+
+	/* the scan at load and ADD_DEVICE may both come here: one entry */
+	if (nvs_pending_drop(pdev))
+		tries = max(tries, 1U);
+	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	if (!p)
+		return;
+	if (!tries)
+		pci_info(pdev, "PMC_BOOT_0 not readable now (asleep, in a reset or not decoding): looking again in 1 s, then less often while a driver owns it\n");
+	p->pdev = pci_dev_get(pdev);
+	p->tries = tries + 1;
+	p->due = jiffies + (HZ << min(tries, (unsigned int)NVS_PENDING_MAX_SHIFT));
+	list_add_tail(&p->node, &nvs_pending);
+	nvs_pending_arm();
+}
+
+static void nvs_pending_fn(struct work_struct *work)
+{
+	struct nvs_pending *p, *tmp;
+	unsigned long now = jiffies;
+	LIST_HEAD(due);
+
+	mutex_lock(&nvs_attach_lock);
+	list_for_each_entry_safe(p, tmp, &nvs_pending, node)
+		if (!time_before(now, p->due))
+			list_move_tail(&p->node, &due);
+	/* nvs_add() queues one anew, one try later, if it still cannot read */
+	list_for_each_entry_safe(p, tmp, &due, node) {
+		nvs_add(p->pdev, p->tries);
+		nvs_pending_free(p);
+	}
+	nvs_pending_arm();
+	mutex_unlock(&nvs_attach_lock);
+}
+
 static int nvs_pci_notify(struct notifier_block *nb, unsigned long action,
 			  void *data)
 {
@@ -750,17 +872,20 @@ static int nvs_pci_notify(struct notifier_block *nb, unsigned long action,
 
 	mutex_lock(&nvs_attach_lock);
 	if (action == BUS_NOTIFY_ADD_DEVICE) {
-		nvs_add(pdev);
+		nvs_add(pdev, 0);
 		goto out;
 	}
 	gpu = nvs_find(pdev);
 	if (!gpu) {
 		/*
 		 * An unlisted id (or sim auto) is added once its PMC_BOOT_0
-		 * may be read, i.e. when a driver owns it (nvs_match()).
+		 * may be read, i.e. when a driver owns it (nvs_match()); one
+		 * waiting for a readable boot0 waits no more once the driver
+		 * lets go, and starts over when one binds.
 		 */
+		nvs_pending_drop(pdev);
 		if (action == BUS_NOTIFY_BOUND_DRIVER)
-			nvs_add(pdev);
+			nvs_add(pdev, 0);
 		goto out;
 	}
 
@@ -963,7 +1088,7 @@ int nvs_core_init(const char *sim)
 	pci_lock_rescan_remove();
 	while ((pdev = pci_get_device(PCI_ANY_ID, PCI_ANY_ID, pdev)) != NULL) {
 		mutex_lock(&nvs_attach_lock);
-		nvs_add(pdev);
+		nvs_add(pdev, 0);
 		mutex_unlock(&nvs_attach_lock);
 	}
 	pci_unlock_rescan_remove();
@@ -976,6 +1101,7 @@ err_reboot_nb:
 
 void nvs_core_uninit(void)
 {
+	struct nvs_pending *p, *ptmp;
 	struct nvs_gpu *gpu, *tmp;
 
 	/*
@@ -993,9 +1119,17 @@ void nvs_core_uninit(void)
 	nvs_unloading = true;
 	list_for_each_entry_safe(gpu, tmp, &nvs_gpus, node)
 		nvs_del(gpu);
+	list_for_each_entry_safe(p, ptmp, &nvs_pending, node)
+		nvs_pending_free(p);
 	mutex_unlock(&nvs_attach_lock);
 	bus_unregister_notifier(&pci_bus_type, &nvs_pci_nb);
 	pci_unlock_rescan_remove();
+	/*
+	 * A look that was due waits on nvs_attach_lock, finds the list empty
+	 * and does not re-arm (nvs_unloading): wait for it, outside the
+	 * locks it takes.
+	 */
+	cancel_delayed_work_sync(&nvs_pending_work);
 	/*
 	 * Last: a reboot during the teardown still stops what is left. It
 	 * waits for a call in flight, which takes nvs_attach_lock: not held.

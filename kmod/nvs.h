@@ -118,6 +118,7 @@ struct nvs_gpu {
 	unsigned int mem_hz;		/* memory passes a second, 1..MAX */
 	unsigned int nsensors;		/* == chip sensor count */
 	unsigned int ndormant;		/* modules only re-probed */
+	u8 part_allones;		/* partitions all-ones last memory pass */
 	unsigned int reprobe_shift;	/* re-probe every mem_reprobe_s << this */
 	bool clamshell;			/* back-side chips, from the strap */
 	bool strap_known;		/* the strap read as a value this attach */
@@ -199,6 +200,21 @@ const char *nvs_chip_name(const struct nvs_gpu *gpu);		/* "gb202" */
 const char *nvs_sensor_label(const struct nvs_gpu *gpu, unsigned int i);
 int nvs_sensor_find(const struct nvs_gpu *gpu, const char *label); /* i or -ENOENT */
 
+/*
+ * access.c: the gate in front of every BAR read (sampler passes, the boot0
+ * read at attach). Not open: nothing held, why[] says what was found.
+ */
+enum nvs_gate {
+	NVS_GATE_OPEN,		/* read, then nvs_gate_close() */
+	NVS_GATE_BUSY,		/* a reset or config access in progress */
+	NVS_GATE_ASLEEP,	/* runtime-suspended (not woken), or not in D0 */
+	NVS_GATE_DEAD,		/* offline, config space gone, decoding off */
+	NVS_GATE_ERROR,		/* runtime PM error */
+};
+enum nvs_gate nvs_gate_open(struct pci_dev *pdev, bool *rpm, char *why,
+			    size_t whylen);
+void nvs_gate_close(struct pci_dev *pdev, bool rpm);
+
 /* sampler.c: sampling, ring, thresholds. Callers hold gpu->lock unless noted. */
 int nvs_sampler_start(struct nvs_gpu *gpu);	/* no lock held */
 void nvs_sampler_stop(struct nvs_gpu *gpu);	/* no lock held */
@@ -207,7 +223,6 @@ void nvs_sampler_set_mem_hz(struct nvs_gpu *gpu, unsigned int mem_hz);
 /* a reader wants current values: a rate-limited pass when sample_hz is 0 */
 void nvs_sample_on_demand(struct nvs_gpu *gpu);
 void nvs_sample_probe_modules(struct nvs_gpu *gpu);	/* core.c, after mapping */
-bool nvs_in_d0(struct pci_dev *pdev);	/* no lock needed */
 void nvs_reset_history(struct nvs_gpu *gpu, int sensor);	/* -1 = all */
 int nvs_set_threshold(struct nvs_gpu *gpu, int sensor, bool clear, s32 mc);
 /* copy samples with seq >= since; returns count, sets *lost and *next */

@@ -14,8 +14,9 @@
  *     two chips; back sides share the words). Between memory passes a
  *     sample carries the last memory readings;
  *   - DRAM chips found absent (0xBADFxxxx) or invalid when the GPU was
- *     attached, and those of a partition whose status word a pass reads
- *     as all-ones while the die answers (nvs_die_gone()), are "dormant":
+ *     attached, and those of a partition whose status word two memory
+ *     passes in a row read as all-ones while the die answers
+ *     (nvs_parts_judge()), are "dormant":
  *     not read by passes at all, only re-probed
  *     after mem_reprobe_s seconds (default 30), the interval doubling
  *     after every re-probe that finds nothing, up to 32 x mem_reprobe_s,
@@ -31,7 +32,8 @@
  * module read more than it would at the default rate.
  *
  * A pass touches the BAR only when the device is in D0, not offline, has
- * memory decoding on and is runtime-active; a suspended GPU is never woken.
+ * memory decoding on and is runtime-active, with no reset under way
+ * (access.c); a suspended GPU is never woken.
  * What "unavailable" means:
  *   - status "asleep": runtime-suspended or not in D0; nothing was read.
  *   - status "unavailable": channel offline, decoding off, config space
@@ -51,13 +53,11 @@
 #include <linux/math64.h>
 #include <linux/mm.h>
 #include <linux/pci.h>
-#include <linux/pm_runtime.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include "nvs.h"
 #include "chips.h"
-#include "compat.h"
 
 static bool nvs_may_sample(const struct nvs_gpu *gpu)
 {
@@ -65,117 +65,34 @@ static bool nvs_may_sample(const struct nvs_gpu *gpu)
 	       (gpu->free_sim || gpu->driver_bound);
 }
 
-/* A device without the PM capability cannot leave D0. Also core.c's boot0 read. */
-bool nvs_in_d0(struct pci_dev *pdev)
-{
-	u16 pmcsr;
-
-	if (pdev->current_state == PCI_D0)
-		return true;
-	if (pdev->current_state != PCI_UNKNOWN)
-		return false;
-	if (!pdev->pm_cap)
-		return true;
-	if (pci_read_config_word(pdev, pdev->pm_cap + PCI_PM_CTRL, &pmcsr))
-		return false;
-	return (pmcsr & PCI_PM_CTRL_STATE_MASK) == 0;
-}
-
 /*
- * Checks everything that must hold before the BAR is touched, and keeps it
- * so until nvs_access_end(). Returns true with *rpm telling whether a
+ * Keeps what makes a BAR read safe true until nvs_access_end()
+ * (access.c, nvs_gate_open()). Returns true with *rpm telling whether a
  * runtime PM reference is to be put afterwards; false with the status
- * updated.
- *
- * The checks alone would be check-then-use: a reset started between them
- * and the reads (sysfs "reset", a driver's pci_reset_function()) turns
- * decoding off and resets the device under the reads, which some servers
- * escalate to a fatal error. The resets done through pci_dev_lock() or
- * pci_bus_lock() (pci_reset_function(), pci_try_reset_function(), slot and
- * bus resets, sysfs "reset") hold the device's config access lock for the
- * whole reset, so holding it across the pass excludes them; a pass that
- * finds it taken is skipped instead of waiting. A driver's own
- * pci_reset_function_locked() or pcie_flr(), DPC and surprise removal take
- * no such lock: only the owner's unbind (which stops the reads first) and
- * the all-ones check cover those. While it is held, resets and userspace
- * config accesses (lspci, setpci) sleep uninterruptibly, so nothing that
- * may sleep long runs under it: no allocation, no netlink event; status
- * changes and threshold events are sent once it is dropped. The kernel's
- * own config reads below still work.
+ * updated, and *dead set where the caller backs off as from an all-ones
+ * BAR. Status changes and threshold events wait until the gate is closed:
+ * they may allocate, and resets and lspci sleep on it meanwhile.
  */
 static bool nvs_access_begin(struct nvs_gpu *gpu, bool *rpm, bool *dead)
 {
 	enum nvs_status st = NVS_STATUS_UNAVAILABLE;
-	struct pci_dev *pdev = gpu->pdev;
 	char why[48];
-	u16 cmd;
-	int ret;
 
-	*rpm = false;
 	*dead = false;
-	if (!pci_cfg_access_trylock(pdev)) {
-		nvs_gpu_set_status(gpu, NVS_STATUS_UNAVAILABLE,
-				   "reset or config access in progress");
-		return false;
-	}
-	if (pci_channel_offline(pdev)) {
+	switch (nvs_gate_open(gpu->pdev, rpm, why, sizeof(why))) {
+	case NVS_GATE_OPEN:
+		return true;
+	case NVS_GATE_ASLEEP:
+		st = NVS_STATUS_ASLEEP;
+		break;
+	case NVS_GATE_DEAD:
 		*dead = true;
-		strscpy(why, "PCI channel offline", sizeof(why));
-		goto err_unlock;
+		break;
+	case NVS_GATE_BUSY:
+	case NVS_GATE_ERROR:
+		break;
 	}
-
-	ret = compat_rpm_get_if_active(&pdev->dev);
-	if (ret == 0) {
-		st = NVS_STATUS_ASLEEP;
-		strscpy(why, "runtime-suspended", sizeof(why));
-		goto err_unlock;
-	}
-	if (ret > 0) {
-		*rpm = true;
-	} else if (ret != -EINVAL) {	/* -EINVAL: runtime PM disabled */
-		snprintf(why, sizeof(why), "runtime PM error %d", ret);
-		goto err_unlock;
-	}
-
-	if (!nvs_in_d0(pdev)) {
-		st = NVS_STATUS_ASLEEP;
-		snprintf(why, sizeof(why), "in %s",
-			 pci_power_name(pdev->current_state));
-		goto err_put;
-	}
-	/*
-	 * These three back off like an all-ones BAR (nvs_dead_backoff()):
-	 * a GPU that fell off the bus with its link down answers config
-	 * reads with all-ones too, as the kernel's own presence test
-	 * assumes (pci_device_is_present() -> pci_bus_read_dev_vendor_id()),
-	 * and each such read is a non-posted request that may time out; a
-	 * function with decoding off answers no BAR read until its owner
-	 * enables it again (after nvidia.ko's own FLR, for one).
-	 */
-	*dead = true;
-	if (pci_read_config_word(pdev, PCI_COMMAND, &cmd)) {
-		strscpy(why, "config space unreadable", sizeof(why));
-		goto err_put;
-	}
-	if (cmd == 0xffff) {
-		strscpy(why, "config space all-ones (fallen off the bus)",
-			sizeof(why));
-		goto err_put;
-	}
-	if (!(cmd & PCI_COMMAND_MEMORY)) {
-		strscpy(why, "memory decoding disabled", sizeof(why));
-		goto err_put;
-	}
-	*dead = false;
-	return true;
-
-err_put:
-	if (*rpm)
-		pm_runtime_put(&pdev->dev);
-	*rpm = false;
-err_unlock:
-	pci_cfg_access_unlock(pdev);
-	nvs_gpu_set_status(gpu, st, why);	/* may allocate: after the unlock */
+	nvs_gpu_set_status(gpu, st, why);
 	return false;
 }
 
@@ -184,10 +101,7 @@ static void nvs_access_end(struct nvs_gpu *gpu, bool rpm)
 {
 	unsigned int i;
 
-	/* pm_runtime_put(), not _autosuspend: it must not extend the timer */
-	if (rpm)
-		pm_runtime_put(&gpu->pdev->dev);
-	pci_cfg_access_unlock(gpu->pdev);
+	nvs_gate_close(gpu->pdev, rpm);
 
 	for_each_set_bit(i, gpu->alarm_changed, NVS_MAX_SENSORS)
 		nvs_genl_event_threshold(gpu, i, gpu->sensor[i].alarm);
@@ -223,6 +137,7 @@ struct nvs_part_rd {
 
 struct nvs_mem_rd {
 	struct nvs_part_rd part[NVS_MAX_PARTS];
+	bool die_asked;		/* nvs_die_gone() said no in this pass */
 };
 
 /* A back-side row on a board without a back side: never read, no channel. */
@@ -423,8 +338,8 @@ static void nvs_dead_backoff(struct nvs_gpu *gpu, u64 now)
  * as the GPU stays bound (review K3). So the die decides, as everywhere
  * else: the GPU is gone only if its first die register, which answered at
  * the start of this pass, now reads all-ones too (an FLR or a link drop
- * between the die and the memory reads, review finding 6). One read, only
- * when a status word was all-ones.
+ * between the die and the memory reads, review finding 6). One read a
+ * pass, only when a status word was all-ones.
  */
 static bool nvs_die_gone(struct nvs_gpu *gpu)
 {
@@ -438,7 +353,8 @@ static bool nvs_die_gone(struct nvs_gpu *gpu)
 }
 
 /*
- * The die still answers: partition part is not on the board. Its chips
+ * The die still answers, and partition part read all-ones in two memory
+ * passes in a row (nvs_parts_judge()): it is not on the board. Its chips
  * become what the attach sort makes of an absent partition, hidden and
  * dormant, so no pass reads it again; only the re-probe does, at its own
  * (doubling) interval, and shows them should they ever answer.
@@ -476,6 +392,34 @@ static void nvs_part_absent(struct nvs_gpu *gpu, unsigned int part, u64 now)
 		WRITE_ONCE(gpu->hwmon_stale, true);
 		if (gpu->sampler)
 			wake_up_process(gpu->sampler);
+	}
+}
+
+/*
+ * After a memory pass: which partitions read all-ones while the die
+ * answered. One such pass is not enough to hide a partition (review M3):
+ * a glitch, or an FLR whose blanking reached the partitions before the
+ * die, would hide live chips until a re-probe. Its chips read invalid in
+ * that pass (-ENODATA); a second memory pass in a row that reads all-ones
+ * hides them, one that reads anything else forgets the first. A pass
+ * that ends as dead, or does not get to read, breaks the row too.
+ */
+static void nvs_parts_judge(struct nvs_gpu *gpu, const struct nvs_mem_rd *mrd,
+			    u64 now)
+{
+	unsigned int p;
+
+	for (p = 0; p < NVS_MAX_PARTS; p++) {
+		if (!mrd->part[p].have_status)
+			continue;
+		if (mrd->part[p].status != ~0U) {
+			gpu->part_allones &= ~BIT(p);
+		} else if (!(gpu->part_allones & BIT(p))) {
+			gpu->part_allones |= BIT(p);
+		} else {
+			gpu->part_allones &= ~BIT(p);
+			nvs_part_absent(gpu, p, now);
+		}
 	}
 }
 
@@ -567,6 +511,7 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 		 * The last readings are no longer current: report them as
 		 * unavailable (-ENODATA) rather than as a stale number.
 		 */
+		gpu->part_allones = 0;
 		gpu->unavailable++;
 		nvs_invalidate(gpu);
 		if (dead)
@@ -616,12 +561,12 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 			 * die tells which.
 			 */
 			ms = nvs_read_module(gpu, &mrd, &cs[i], &mc);
-			if (ms == NVS_MODULE_DEAD) {
+			if (ms == NVS_MODULE_DEAD && !mrd.die_asked) {
 				if (nvs_die_gone(gpu))
 					goto err_dead;
-				nvs_part_absent(gpu, cs[i].part, now);
-				continue;
+				mrd.die_asked = true;	/* once a pass */
 			}
+			/* DEAD: no reading now; nvs_parts_judge() decides */
 			ok = ms == NVS_MODULE_OK;
 			if (ok && (hottest < 0 || mc > gpu->sensor[hottest].mc))
 				hottest = i;
@@ -647,6 +592,8 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 		}
 		__set_bit(i, rd);
 	}
+	if (mem)
+		nvs_parts_judge(gpu, &mrd, now);
 	/* nothing read all-ones: a backoff, if any, is over */
 	gpu->dead_streak = 0;
 	gpu->dead_until_ns = 0;
@@ -670,6 +617,7 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 
 err_dead:
 	nvs_access_end(gpu, rpm);
+	gpu->part_allones = 0;
 	gpu->unavailable++;
 	nvs_invalidate(gpu);
 	nvs_dead_backoff(gpu, now);
@@ -720,6 +668,7 @@ void nvs_sample_probe_modules(struct nvs_gpu *gpu)
 
 	lockdep_assert_held(&gpu->lock);
 	gpu->ndormant = 0;
+	gpu->part_allones = 0;
 	gpu->reprobe_shift = 0;
 	gpu->dead_streak = 0;		/* a new attach starts without backoff */
 	gpu->dead_until_ns = 0;
@@ -769,6 +718,24 @@ out_end:
 static bool nvs_sampler_idle(struct nvs_gpu *gpu)
 {
 	return !READ_ONCE(gpu->sample_hz) || !READ_ONCE(gpu->mapped);
+}
+
+/*
+ * Asked after set_current_state(), before the sleep to the next slot: a
+ * writer changes these first and then wakes the thread, and a wakeup that
+ * came while the thread was still running (between its pass and here) is
+ * lost. Without this test it would sleep to a slot that a backoff may have
+ * put a second or more away (review m6). Each of these restarts the
+ * schedule or idles the thread, so none can make it run passes back to
+ * back. Not hwmon_stale: a pass of this thread sets it, and the next slot
+ * handles it.
+ */
+static bool nvs_sampler_changed(struct nvs_gpu *gpu, unsigned int hz,
+				unsigned int mem_hz)
+{
+	return READ_ONCE(gpu->sample_hz) != hz ||
+	       max(READ_ONCE(gpu->mem_hz), 1U) != mem_hz ||
+	       !READ_ONCE(gpu->mapped);
 }
 
 static int nvs_sampler_fn(void *data)
@@ -846,7 +813,8 @@ static int nvs_sampler_fn(void *data)
 						       period) + 1));
 
 		set_current_state(TASK_INTERRUPTIBLE);
-		if (!kthread_should_stop())
+		if (!kthread_should_stop() &&
+		    !nvs_sampler_changed(gpu, hz, mem_hz))
 			schedule_hrtimeout_range(&next, slack, HRTIMER_MODE_ABS);
 		__set_current_state(TASK_RUNNING);
 	}

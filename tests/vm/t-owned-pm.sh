@@ -22,6 +22,8 @@
 #     nvsowner.c "flr"), ends passes at the first all-ones read, backs
 #     off, and the readings come back by themselves. unavailable_reads and
 #     mmio_reads are the witnesses.
+#   - review M2: an unlisted GPU (sim=...:auto) asleep when its driver
+#     bound is looked at again until its PMC_BOOT_0 can be read.
 set -u
 # shellcheck source=tools/nvsowner/owned.sh
 . "$NVS_TOP/tests/vm/tools/nvsowner/owned.sh"
@@ -265,6 +267,43 @@ r1=$(reads $g)
 	t_fail owned-flr-full-rate-again "$((r1 - r0)) reads in 1 s after the FLR (want >= 100: 50 passes of 6)"
 own_hold $g 0
 own_dmesg_check owned-flr-dmesg
+
+# --- an unlisted GPU asleep when its driver bound (review M2) --------------
+# sim=...:auto stands in for a device id the table does not list: its
+# recipe comes from PMC_BOOT_0, which a runtime-suspended GPU cannot give
+# (it is never woken for it). No bus event comes when it wakes, so the
+# module looks again (1 s, 2 s, 4 s ... apart: kmod/core.c, nvs_pending);
+# before, such a GPU stayed unread until its driver was rebound. Unloading
+# with a look still pending must leave nothing behind (the dmesg check,
+# kmemleak in the debug lane).
+echo "[${SECONDS}s] unlisted GPU asleep at bind"
+nvs_unload
+own_cleanup
+own_load autosuspend_ms=100 || { t_fail owned-pending-owner-load "insmod nvsowner.ko failed"; exit 0; }
+g=0
+own_bind $g || t_fail owned-pending-bind "nvsowner did not bind GPU $g"
+wait_for 5 '[[ $(rpm '$g') == suspended ]]'
+dmesg_mark "owned pending"
+nvs_load sim=1af4:1110:2:auto:owned || { t_fail owned-pending-load "insmod sim=1af4:1110:2:auto:owned failed"; exit 0; }
+if sim_class $g >/dev/null 2>&1; then
+	t_fail owned-pending-not-yet "GPU $g is listed while asleep: its boot0 cannot have been read"
+else
+	t_pass owned-pending-not-yet
+fi
+dmesg_since_mark | grep -q "PMC_BOOT_0 not readable now" && t_pass owned-pending-logged ||
+	t_fail owned-pending-logged "no \"PMC_BOOT_0 not readable now\" in the kernel log"
+# unload with a look pending, load again: the same state
+nvs_unload
+nvs_load sim=1af4:1110:2:auto:owned || { t_fail owned-pending-reload "insmod failed"; exit 0; }
+nvs_sleep 1.5
+own_hold $g 1
+# looks at about 1 s and 3 s after the load: found by the second one
+wait_for 8 'sim_class '$g' >/dev/null 2>&1'
+c=$(sim_class $g 2>/dev/null)
+wait_for 5 '[[ $(st '$g') == ok ]]'
+t_eq owned-pending-found "$(read_err "$c/chip" 2>&1) $(st $g 2>&1)" "gb202 ok"
+own_hold $g 0
+own_dmesg_check owned-pending-dmesg
 
 # (kmemleak: t-owned-bind.sh, and the scan at the end of the debug boot)
 own_cleanup

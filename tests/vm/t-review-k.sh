@@ -14,6 +14,9 @@
 #     ok/unavailable at mem_hz, unavailable_reads counting up. Now the die
 #     is asked again, p5's chips become absent (hidden, dormant: no pass
 #     reads them), and the GPU stays ok with its other chips read.
+#   M3 (third review): that takes two memory passes in a row; one pass
+#     that reads the partition all-ones leaves it listed, without a value
+#     for that pass.
 #   K5: run merging in the dma-buf walk never spans BAR1's edges; that is
 #     a pure function, covered by the self-test build ("walk self-tests",
 #     t-selftest.sh loads it).
@@ -79,6 +82,36 @@ nvs_load || { t_fail review-k3-load2 "insmod failed"; exit 0; }
 c=$(sim_class 0) h=$(sim_hwmon 0)
 wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
 t_run review-k3-attach-hidden bash -c "! grep -qxE 'mem1[01]' $h/temp*_label"
+nvs_unload
+sim_fixture_all gb202
+
+# --- M3: one all-ones memory pass does not hide a live partition -----------
+# Hiding p5 takes two memory passes in a row that read its status word as
+# all-ones while the die answers (kmod/sampler.c nvs_parts_judge()). After
+# one, mem10 reads no value (-ENODATA) and stays listed; when p5 answers
+# again by the next memory pass it reads again at once, not after a
+# re-probe 30 s (or, after earlier misses, up to 16 min) later. The old
+# code hid it on the first such pass.
+nvs_load || { t_fail review-m3-load "insmod failed"; exit 0; }
+c=$(sim_class 0) h=$(sim_hwmon 0)
+wait_for 5 '[[ $(read_err "$c/status") == ok ]]'
+f=$(hw_temp "$h" mem10)_input
+v0=$(read_err "$f")
+p5=$(sim 0 get p5-status)
+sim 0 set p5-status 0xffffffff
+# the next memory pass (mem_hz 1) reads it; then it answers again
+wait_for 3 '! read_err "$f" >/dev/null 2>&1'
+sim 0 set p5-status "$p5"
+glitch=$(read_err "$f" 2>&1)
+nvs_sleep 2.5
+t_eq review-m3-one-pass-kept "$glitch | $(read_err "$(hw_temp "$(sim_hwmon 0)" mem10)_input" 2>&1) $(read_err "$c/status")" \
+	"No data available | $v0 ok"
+# two in a row: hidden, as K3 wants for a partition that is not there
+sim 0 set p5-status 0xffffffff
+hide() { ! grep -qxE 'mem1[01]' "$(sim_hwmon 0)"/temp*_label 2>/dev/null; }
+wait_for 4 hide
+hide && t_pass review-m3-two-passes-hidden ||
+	t_fail review-m3-two-passes-hidden "mem10/mem11 still shown 4 s after p5 stopped answering"
 nvs_unload
 sim_fixture_all gb202
 

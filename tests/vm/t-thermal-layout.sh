@@ -81,7 +81,7 @@ fi
 # review-k3-dead-still-dead, and t-thermal-dead.sh.)
 sim 0 set p0-status 0xffffffff
 p0_gone() { ! grep -qxE 'mem[01]' "$(sim_hwmon 0)"/temp*_label 2>/dev/null; }
-wait_for 3 p0_gone
+wait_for 4 p0_gone	# two memory passes in a row (review M3)
 t_eq layout-status-allones-partition-gone "$(read_err "$c/status") $(p0_gone && echo gone)" "ok gone"
 nvs_unload
 sim 0 fixture gb202
