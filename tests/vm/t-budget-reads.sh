@@ -174,7 +174,7 @@ as_user bash -c "while [[ ! -e $stop ]]; do for f in $h/temp*_input $h/temp*_max
 r1=$!
 as_user bash -c "while [[ ! -e $stop ]]; do read -r _ <$c/status; done" 2>/dev/null &
 r2=$!
-as_user python3 -S "$NVS_TOP/tests/vm/tools/nvs_genl.py" hammer --seconds 12 >/tmp/budget-hammer &
+as_user python3 -S "$NVS_TOP/tests/vm/tools/nvs_genl.py" hammer --seconds 7 >/tmp/budget-hammer &
 r3=$!
 nvs_sleep 2
 read -r r p rate < <(window 4)
