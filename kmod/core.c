@@ -22,7 +22,9 @@
  *                             (never taken here: a probe that rescans
  *                             would deadlock against the scan)
  *   nvs_attach_lock           every attach state change (add, map, unmap,
- *                             hwmon/class registration, delete)
+ *                             hwmon/class registration, delete), and the
+ *                             pending list; the pending work takes it, so
+ *                             it is never cancelled with it held
  *   gpu->lock                 sampler state; never held across hwmon or
  *                             class (un)registration or kthread_stop(), as
  *                             their readers take it
@@ -59,10 +61,16 @@ static bool nvs_going_down;		/* under nvs_attach_lock: reboot */
  * all-ones (review M2). Without its chip there is no recipe, and no bus
  * event comes when the GPU wakes or its reset ends, so it is looked at
  * again: 1 s later, then 2, 4 ... up to NVS_PENDING_MAX_SHIFT, for as
- * long as the driver owns it. Each look is what a sampler pass's gate
- * costs (a config-lock trylock, a runtime-PM test; a GPU asleep is not
- * woken) and one register read once the gate opens. An unbind, removal
- * or unload forgets it. Under nvs_attach_lock, as every attach change.
+ * long as the driver owns it (a free sim: until unload). Each look is a
+ * 4-byte mapping, the sampler's gate (a config-lock trylock, a runtime-PM
+ * test; a GPU asleep is not woken) and one register read once the gate
+ * opens. An unbind, removal or unload forgets it, and so does the GPU
+ * being added another way. Under nvs_attach_lock, as every attach
+ * change. The work runs on the freezable workqueue: like the sampler
+ * thread (set_freezable()), it never looks at a GPU while the system
+ * suspends or resumes, when the owner's ->suspend/->resume may be running
+ * with the device still decoding. It takes nvs_attach_lock, so it is
+ * cancelled with no lock held (nvs_core_uninit()).
  */
 struct nvs_pending {
 	struct list_head node;
@@ -235,7 +243,8 @@ static void nvs_unmap(struct nvs_gpu *gpu)
  * gate is opened: ioremap() may sleep and allocate, and resets and lspci
  * wait on the gate (review m4). Returns 0 with *boot0 set, -ENODEV when
  * the BAR cannot hold it, or another negative errno when it could not be
- * read now (-EBUSY in a reset, -EAGAIN asleep, -EIO dead or decoding off).
+ * read now (-EBUSY in a reset, -EAGAIN asleep, -EIO dead, decoding off or
+ * a runtime-PM error).
  */
 static int nvs_read_boot0(struct pci_dev *pdev, int bar, u32 *boot0)
 {
@@ -627,6 +636,7 @@ static int nvs_match(struct pci_dev *pdev, const struct nvs_chip **chip,
 }
 
 static void nvs_pending_add(struct pci_dev *pdev, unsigned int tries);
+static bool nvs_pending_drop(struct pci_dev *pdev);
 
 /*
  * nvs_attach_lock held. tries: how many times PMC_BOOT_0 could not be read
@@ -713,6 +723,8 @@ static void nvs_add(struct pci_dev *pdev, unsigned int tries)
 	list_add_tail(&gpu->node, &nvs_gpus);
 	nvs_gen++;
 	mutex_unlock(&nvs_gpus_lock);
+	/* a look queued by an earlier event (the scan at load follows them) */
+	nvs_pending_drop(pdev);
 
 	ret = nvs_sysfs_add(gpu);
 	if (ret)
@@ -796,7 +808,7 @@ static void nvs_pending_arm(void)
 		any = true;
 	}
 	if (any)
-		mod_delayed_work(system_wq, &nvs_pending_work,
+		mod_delayed_work(system_freezable_wq, &nvs_pending_work,
 				 time_after(due, now) ? due - now : 0);
 }
 
@@ -830,12 +842,14 @@ static void nvs_pending_add(struct pci_dev *pdev, unsigned int tries)
 {
 	struct nvs_pending *p;
 
+	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	if (!p) {
+		pci_warn(pdev, "PMC_BOOT_0 not readable now, and no memory to look again later: rebind its driver to retry\n");
+		return;
+	}
 	/* the scan at load and ADD_DEVICE may both come here: one entry */
 	if (nvs_pending_drop(pdev))
 		tries = max(tries, 1U);
-	p = kzalloc(sizeof(*p), GFP_KERNEL);
-	if (!p)
-		return;
 	if (!tries)
 		pci_info(pdev, "PMC_BOOT_0 not readable now (asleep, in a reset or not decoding): looking again in 1 s, then less often while a driver owns it\n");
 	p->pdev = pci_dev_get(pdev);
@@ -857,7 +871,9 @@ static void nvs_pending_fn(struct work_struct *work)
 			list_move_tail(&p->node, &due);
 	/* nvs_add() queues one anew, one try later, if it still cannot read */
 	list_for_each_entry_safe(p, tmp, &due, node) {
-		nvs_add(p->pdev, p->tries);
+		/* DEL_DEVICE drops it; this is the belt to those braces */
+		if (device_is_registered(&p->pdev->dev))
+			nvs_add(p->pdev, p->tries);
 		nvs_pending_free(p);
 	}
 	nvs_pending_arm();
@@ -875,15 +891,17 @@ static int nvs_pci_notify(struct notifier_block *nb, unsigned long action,
 		nvs_add(pdev, 0);
 		goto out;
 	}
+	/*
+	 * A device waiting for a readable boot0 waits no more once its
+	 * driver binds anew (it starts over below), lets go, or it goes.
+	 */
+	nvs_pending_drop(pdev);
 	gpu = nvs_find(pdev);
 	if (!gpu) {
 		/*
 		 * An unlisted id (or sim auto) is added once its PMC_BOOT_0
-		 * may be read, i.e. when a driver owns it (nvs_match()); one
-		 * waiting for a readable boot0 waits no more once the driver
-		 * lets go, and starts over when one binds.
+		 * may be read, i.e. when a driver owns it (nvs_match()).
 		 */
-		nvs_pending_drop(pdev);
 		if (action == BUS_NOTIFY_BOUND_DRIVER)
 			nvs_add(pdev, 0);
 		goto out;

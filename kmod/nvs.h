@@ -119,6 +119,7 @@ struct nvs_gpu {
 	unsigned int nsensors;		/* == chip sensor count */
 	unsigned int ndormant;		/* modules only re-probed */
 	u8 part_allones;		/* partitions all-ones last memory pass */
+	unsigned int kick;		/* bumped before each wake of the sampler */
 	unsigned int reprobe_shift;	/* re-probe every mem_reprobe_s << this */
 	bool clamshell;			/* back-side chips, from the strap */
 	bool strap_known;		/* the strap read as a value this attach */

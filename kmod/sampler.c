@@ -403,12 +403,14 @@ static void nvs_part_absent(struct nvs_gpu *gpu, unsigned int part, u64 now)
  * that pass (-ENODATA); a second memory pass in a row that reads all-ones
  * hides them, one that reads anything else forgets the first. A pass
  * that ends as dead, or does not get to read, breaks the row too.
+ * Returns true when the die no longer answers: the pass ends as dead.
  */
-static void nvs_parts_judge(struct nvs_gpu *gpu, const struct nvs_mem_rd *mrd,
+static bool nvs_parts_judge(struct nvs_gpu *gpu, const struct nvs_mem_rd *mrd,
 			    u64 now)
 {
 	unsigned int p;
 
+	BUILD_BUG_ON(NVS_MAX_PARTS > BITS_PER_TYPE(gpu->part_allones));
 	for (p = 0; p < NVS_MAX_PARTS; p++) {
 		if (!mrd->part[p].have_status)
 			continue;
@@ -417,10 +419,19 @@ static void nvs_parts_judge(struct nvs_gpu *gpu, const struct nvs_mem_rd *mrd,
 		} else if (!(gpu->part_allones & BIT(p))) {
 			gpu->part_allones |= BIT(p);
 		} else {
+			/*
+			 * The die was asked once this pass, before this
+			 * partition's read: asked again before hiding, so a
+			 * reset that began in between does not hide live
+			 * chips. One read, only when hiding.
+			 */
+			if (nvs_die_gone(gpu))
+				return true;
 			gpu->part_allones &= ~BIT(p);
 			nvs_part_absent(gpu, p, now);
 		}
 	}
+	return false;
 }
 
 /*
@@ -592,8 +603,8 @@ static void nvs_pass(struct nvs_gpu *gpu, bool mem)
 		}
 		__set_bit(i, rd);
 	}
-	if (mem)
-		nvs_parts_judge(gpu, &mrd, now);
+	if (mem && nvs_parts_judge(gpu, &mrd, now))
+		goto err_dead;
 	/* nothing read all-ones: a backoff, if any, is over */
 	gpu->dead_streak = 0;
 	gpu->dead_until_ns = 0;
@@ -722,18 +733,20 @@ static bool nvs_sampler_idle(struct nvs_gpu *gpu)
 
 /*
  * Asked after set_current_state(), before the sleep to the next slot: a
- * writer changes these first and then wakes the thread, and a wakeup that
- * came while the thread was still running (between its pass and here) is
- * lost. Without this test it would sleep to a slot that a backoff may have
- * put a second or more away (review m6). Each of these restarts the
- * schedule or idles the thread, so none can make it run passes back to
- * back. Not hwmon_stale: a pass of this thread sets it, and the next slot
- * handles it.
+ * writer changes these (the rates, or gpu->kick: nvs_sampler_set_hz() and
+ * _set_mem_hz(), an attach among them, bump it) and then wakes the
+ * thread, and a wakeup that came while the thread was still running
+ * (between its pass and here) is lost. Without this test it would sleep
+ * to a slot that a backoff may have put seconds away (review m6). Each of
+ * these restarts the schedule from now or idles the thread, so none can
+ * make it run passes back to back. Not hwmon_stale: a pass of this thread
+ * sets it, and the next slot handles it.
  */
 static bool nvs_sampler_changed(struct nvs_gpu *gpu, unsigned int hz,
-				unsigned int mem_hz)
+				unsigned int mem_hz, unsigned int kick)
 {
-	return READ_ONCE(gpu->sample_hz) != hz ||
+	return READ_ONCE(gpu->kick) != kick ||
+	       READ_ONCE(gpu->sample_hz) != hz ||
 	       max(READ_ONCE(gpu->mem_hz), 1U) != mem_hz ||
 	       !READ_ONCE(gpu->mapped);
 }
@@ -742,6 +755,7 @@ static int nvs_sampler_fn(void *data)
 {
 	struct nvs_gpu *gpu = data;
 	unsigned int hz, mem_hz, last_hz = 0, last_mem_hz = 0, pass = 0;
+	unsigned int kick, last_kick = 0;
 	ktime_t next = 0, now;
 	u64 period, slack, skip;
 
@@ -754,6 +768,7 @@ static int nvs_sampler_fn(void *data)
 		 * One read of each rate per pass: a writer may set 0 at any
 		 * moment, and the value tested must be the value divided by.
 		 */
+		kick = READ_ONCE(gpu->kick);
 		hz = READ_ONCE(gpu->sample_hz);
 		mem_hz = max(READ_ONCE(gpu->mem_hz), 1U);
 		if (!hz || !READ_ONCE(gpu->mapped)) {
@@ -773,7 +788,9 @@ static int nvs_sampler_fn(void *data)
 			continue;
 		}
 
-		if (hz != last_hz || mem_hz != last_mem_hz) {
+		/* new rates, or a kick: the schedule starts again from now */
+		if (hz != last_hz || mem_hz != last_mem_hz || kick != last_kick) {
+			last_kick = kick;
 			last_hz = hz;
 			last_mem_hz = mem_hz;
 			pass = 0;
@@ -814,7 +831,7 @@ static int nvs_sampler_fn(void *data)
 
 		set_current_state(TASK_INTERRUPTIBLE);
 		if (!kthread_should_stop() &&
-		    !nvs_sampler_changed(gpu, hz, mem_hz))
+		    !nvs_sampler_changed(gpu, hz, mem_hz, kick))
 			schedule_hrtimeout_range(&next, slack, HRTIMER_MODE_ABS);
 		__set_current_state(TASK_RUNNING);
 	}
@@ -851,6 +868,7 @@ void nvs_sampler_set_hz(struct nvs_gpu *gpu, unsigned int hz)
 {
 	lockdep_assert_held(&gpu->lock);
 	WRITE_ONCE(gpu->sample_hz, min_t(unsigned int, hz, NVS_SAMPLE_HZ_MAX));
+	WRITE_ONCE(gpu->kick, gpu->kick + 1);
 	if (gpu->sampler)
 		wake_up_process(gpu->sampler);
 }
@@ -859,6 +877,7 @@ void nvs_sampler_set_mem_hz(struct nvs_gpu *gpu, unsigned int mem_hz)
 {
 	lockdep_assert_held(&gpu->lock);
 	WRITE_ONCE(gpu->mem_hz, clamp_t(unsigned int, mem_hz, 1, NVS_MEM_HZ_MAX));
+	WRITE_ONCE(gpu->kick, gpu->kick + 1);
 	if (gpu->sampler)
 		wake_up_process(gpu->sampler);
 }
