@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "check/nccl.h"
 #include "lib/io.h"
@@ -105,6 +106,8 @@ void nvs_nccl_free(struct nvs_nccl_log *log)
 	free(log->dmabuf_used.v);
 	free(log->dmabuf_failed.v);
 	free(log->hosts.v);
+	free(log->dev_ids.v);
+	free(log->bus_ids.v);
 	nvs_nccl_init(log);
 }
 
@@ -143,6 +146,22 @@ static int gpu_add(struct nvs_nccl_gpus *g, const char *host, int dev)
 		return ret;
 	snprintf(g->v[g->n].host, sizeof(g->v[0].host), "%s", host);
 	g->v[g->n++].dev = dev;
+	return 0;
+}
+
+static int id_add(struct nvs_nccl_ids *s, unsigned long long id)
+{
+	int ret;
+
+	for (size_t i = s->n; i--;)
+		if (s->v[i] == id)
+			return 0;
+	ret = grow((void **)&s->v, &s->cap, s->n, sizeof(*s->v), NVS_NCCL_MAX_IDS);
+	if (ret == -E2BIG)
+		return 0;	/* more than any node has: the count says enough */
+	if (ret)
+		return ret;
+	s->v[s->n++] = id;
 	return 0;
 }
 
@@ -451,12 +470,50 @@ static int parse_msg(struct nvs_nccl_log *log, char level, const char *msg, cons
 	return 0;
 }
 
+bool nvs_nccl_host_match(const char *a, const char *b)
+{
+	size_t la = strcspn(a, "."), lb = strcspn(b, ".");
+
+	if (!*a || !*b)
+		return false;
+	if (!strcasecmp(a, b))
+		return true;
+	/* two FQDNs that differ are two nodes, whatever their first labels */
+	return (!a[la] || !b[lb]) && la == lb && !strncasecmp(a, b, la);
+}
+
+size_t nvs_nccl_gpus_named(const struct nvs_nccl_log *log)
+{
+	return log->dev_ids.n > log->bus_ids.n ? log->dev_ids.n : log->bus_ids.n;
+}
+
+/*
+ * The GPUs a judged line names: the CUDA device of the prefix (cudaGetDevice
+ * of the logging thread), "cudaDev N" and "busId X" (init.cc's
+ * "... cudaDev %d nvmlDev %d busId %lx ... Init COMPLETE").
+ */
+static int note_ids(struct nvs_nccl_log *log, const char *msg, int dev)
+{
+	const char *s;
+	int ret = 0;
+
+	if (dev >= 0)
+		ret = id_add(&log->dev_ids, (unsigned int)dev);
+	s = strstr(msg, " cudaDev ");
+	if (!ret && s && isdigit((unsigned char)s[9]))
+		ret = id_add(&log->dev_ids, strtoull(s + 9, NULL, 10));
+	s = strstr(msg, " busId ");
+	if (!ret && s && isxdigit((unsigned char)s[7]))
+		ret = id_add(&log->bus_ids, strtoull(s + 7, NULL, 16));
+	return ret;
+}
+
 /* One line: the NCCL message on it (the last, when writers interleaved). */
 static int parse_line(struct nvs_nccl_log *log, char *line)
 {
-	const char *mark = NULL, *m, *v;
+	const char *mark = NULL, *m, *v, *msg;
 	char host[64];
-	int pid, dev;
+	int pid, dev, ret;
 
 	for (m = line; (m = strstr(m, "NCCL ")); m += 5)
 		if (!strncmp(m + 5, "INFO ", 5) || !strncmp(m + 5, "WARN ", 5) || !strncmp(m + 5, "TRACE ", 6)) {
@@ -477,7 +534,18 @@ static int parse_line(struct nvs_nccl_log *log, char *line)
 	parse_prefix(line, mark, host, sizeof(host), &pid, &dev);
 	if (host[0] && gpu_add(&log->hosts, host, -1))
 		return -ENOMEM;
-	return parse_msg(log, mark[5], mark + (mark[5] == 'T' ? 11 : 10), host, pid, dev);
+	msg = mark + (mark[5] == 'T' ? 11 : 10);
+	if (log->only_host) {
+		/* a line without a host cannot be told apart: it is judged */
+		if (host[0] && !nvs_nccl_host_match(host, log->only_host)) {
+			log->other_lines++;
+			return 0;
+		}
+		ret = note_ids(log, msg, dev);
+		if (ret)
+			return ret;
+	}
+	return parse_msg(log, mark[5], msg, host, pid, dev);
 }
 
 int nvs_nccl_read(struct nvs_nccl_log *log, const char *path, char *err, size_t errlen)

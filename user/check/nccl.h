@@ -62,6 +62,12 @@ struct nvs_nccl_gpus {
 	size_t n, cap;
 };
 
+/* Distinct numbers: CUDA devices, PCI bus ids. */
+struct nvs_nccl_ids {
+	unsigned long long *v;
+	size_t n, cap;
+};
+
 struct nvs_nccl_log {
 	char version[48];
 	struct nvs_nccl_conn *conns;
@@ -75,6 +81,16 @@ struct nvs_nccl_log {
 	struct nvs_nccl_gpus dmabuf_used;	/* a registration with a dma-buf fd */
 	struct nvs_nccl_gpus dmabuf_failed;	/* ibv_reg_dmabuf_mr failed */
 	struct nvs_nccl_gpus hosts;		/* every host named by a prefix (dev -1) */
+	/*
+	 * One node's lines (`p2p --log-host'): set only_host before reading,
+	 * and the lines whose prefix names another host (nvs_nccl_host_match)
+	 * are counted in other_lines and not judged; hosts still lists every
+	 * host. Of the lines judged, dev_ids collects the CUDA devices (the
+	 * prefix's "[N]", "cudaDev N") and bus_ids the PCI bus ids ("busId X").
+	 */
+	const char *only_host;
+	size_t other_lines;
+	struct nvs_nccl_ids dev_ids, bus_ids;
 	size_t lines, nccl_lines, interleaved;
 	size_t binary_lines;	/* lines with NUL bytes, skipped */
 	size_t init_complete;	/* "Init COMPLETE" lines (one per rank) */
@@ -90,6 +106,7 @@ struct nvs_nccl_log {
 #define NVS_NCCL_MAX_CONNS	262144
 #define NVS_NCCL_MAX_NOTES	4096
 #define NVS_NCCL_MAX_GPUS	8192
+#define NVS_NCCL_MAX_IDS	1024	/* per node: more than any node has GPUs */
 
 void nvs_nccl_init(struct nvs_nccl_log *log);
 /*
@@ -115,6 +132,14 @@ bool nvs_nccl_truncated(const struct nvs_nccl_log *log);
 bool nvs_nccl_filtered(const struct nvs_nccl_log *log);
 /* How many nodes ran: nNodes when logged, else the hosts the prefixes name (0 unknown). */
 size_t nvs_nccl_nodes(const struct nvs_nccl_log *log);
+/*
+ * Whether a log's host and a node's name are one node: case-insensitive,
+ * and a short name is the FQDN it begins ("gpu01", "GPU01.example.com"),
+ * as NCCL writes the host name up to its first dot.
+ */
+bool nvs_nccl_host_match(const char *a, const char *b);
+/* How many GPUs the lines judged name: the more of distinct CUDA devices and bus ids. */
+size_t nvs_nccl_gpus_named(const struct nvs_nccl_log *log);
 
 /*
  * Expectation checks: true when met. why explains; where names the node
