@@ -105,7 +105,7 @@ _nvsidecar_value() {
 		;;
 	--duration | --interval | --count | --timeout | --fd | --size | --sizes | --iters | \
 		--min-efficiency | --gpu-ids | --cmdline | --device | --client | --port | --bind | \
-		--wait | --buffer | --expect-gpus | --driver-version | --threshold | --checks)
+		--wait | --buffer | --expect-gpus | --driver-version | --threshold | --checks | --log-host)
 		;;	# a value the admin types
 	*)
 		return 1
@@ -187,7 +187,7 @@ _nvsidecar() {
 		opts="--json --dump --pci-dump --gpu-ids --cmdline --help"
 		;;
 	p2p)
-		opts="--size --iters --pairs --lib --nccl-log --pci-dump --min-efficiency --json --help"
+		opts="--size --iters --pairs --lib --nccl-log --log-host --pci-dump --min-efficiency --json --help"
 		;;
 	nccl-check)
 		# options, or the logs themselves

@@ -10,7 +10,10 @@
 #    here): correct matrices for several device counts and peer maps, one
 #    corrupted byte caught with its offset, the ladder, bad options;
 #  - every input checked before any CUDA work, and the exit status
-#    following every level of the ladder (nccl-check itself: 62-nccl.sh).
+#    following every level of the ladder (nccl-check itself: 62-nccl.sh);
+#  - whose NCCL log (T3-17): another host's refused unless --log-host names
+#    it, a multi-node log cut to this node's lines, a log without hosts
+#    taken with a note, more GPUs in the log than in this node failing.
 # Everything runs under ASan/UBSan/LSan; a subset again under valgrind.
 set -u
 # shellcheck source=../lib.sh
@@ -284,9 +287,14 @@ p = [x for x in d["pairs"] if (x["src"], x["dst"]) == (0, 1)][0]["p2p_on"]
 assert p["first_mismatch"] == 262143 and p["wrong_bytes"] == 1, p
 '
 
-# ladder: bus ids mapped onto the crafted dumps
+# ladder: bus ids mapped onto the crafted dumps. The fixtures are other
+# hosts' logs (gpu01, gpu02: --log-host says so), cut to their first two
+# GPUs to fit the two-GPU dumps (a log naming more GPUs than the node has
+# fails level 3: "whose NCCL log" below).
 ids=0000:03:00.0,0000:04:00.0
-FAKE_CUDA_BUSIDS=$ids SIZE=4M p2p --pci-dump "$topo/5090-clean.dump" --nccl-log "$nccl/nccl-2.21-single-process.log" --json
+grep -v -E ' \[[2-7]\] NCCL ' "$nccl/nccl-2.21-single-process.log" >"$work/gpu01-2gpus.log"
+grep -v -E ' \[[2-3]\] NCCL ' "$nccl/nccl-2.18-pdsh-shm.log" >"$work/gpu02-2gpus-shm.log"
+FAKE_CUDA_BUSIDS=$ids SIZE=4M p2p --pci-dump "$topo/5090-clean.dump" --nccl-log "$work/gpu01-2gpus.log" --log-host gpu01 --json
 check p2p-ladder-all-levels 0 '
 lv = {l["level"]: l for l in d["ladder"]["levels"]}
 assert [lv[i]["state"] for i in (1, 2, 3, 4)] == ["pass"] * 4, lv
@@ -294,7 +302,8 @@ assert "63.0 GB/s" in lv[4]["detail"] and "77%" in lv[4]["detail"], lv[4]
 assert d["ladder"]["reached"] == 4
 assert abs(d["gpus"][0]["link_gbps"] - 63.02) < 0.01
 '
-FAKE_CUDA_BUSIDS=$ids FAKE_CUDA_P2P_GBPS=20 SIZE=4M p2p --pci-dump "$topo/5090-clean.dump" --nccl-log "$nccl/nccl-2.18-pdsh-shm.log" --json
+FAKE_CUDA_BUSIDS=$ids FAKE_CUDA_P2P_GBPS=20 SIZE=4M p2p --pci-dump "$topo/5090-clean.dump" --nccl-log "$work/gpu02-2gpus-shm.log" \
+	--log-host gpu02 --json
 # every failed level fails the run, not only level 2
 check p2p-ladder-slow-and-shm 1 '
 lv = {l["level"]: l for l in d["ladder"]["levels"]}
@@ -351,9 +360,121 @@ check p2p-lib-device 2 'assert "not a regular file (a special file)" in err and 
 run p2p --json --nccl-log "$work/none.log"
 check p2p-json-error 2 'assert d == {"ok": False, "exit": 2, "error": d["error"]} and "none.log" in d["error"], (out, err)'
 # an NCCL log through a pipe (read once)
-FAKE_CUDA_BUSIDS=$ids SIZE=4M p2p --pci-dump "$topo/5090-clean.dump" --json \
-	--nccl-log <(cat "$nccl/nccl-2.21-single-process.log")
+FAKE_CUDA_BUSIDS=$ids SIZE=4M p2p --pci-dump "$topo/5090-clean.dump" --json --log-host gpu01 \
+	--nccl-log <(cat "$work/gpu01-2gpus.log")
 check p2p-nccl-log-pipe 0 'lv = {l["level"]: l for l in d["ladder"]["levels"]}; assert lv[3]["state"] == "pass", lv[3]'
+
+# ---------------------------------------------------------------- whose NCCL log (T3-17)
+# NCCL's prefix names each line's host ("%s:%d:%d [%d] NCCL INFO ", the
+# name up to its first dot); a log from another node is refused before any
+# GPU work, with its host, this node's name and the two ways out.
+node=$(hostname)
+short=${node%%.*}
+run p2p --lib "$work/nonexistent.so" --nccl-log "$nccl/nccl-2.21-single-process.log"
+check p2p-log-other-host-refused 2 "
+assert 'from gpu01, not from this node ($node)' in err, err
+assert 'Run the check on gpu01, or pass --log-host gpu01 to read it here anyway' in err, err
+assert 'Unable to load' not in err and not out, (out, err)
+"
+run p2p --lib "$work/nonexistent.so" --nccl-log "$nccl/nccl-2.21-single-process.log" --json
+check p2p-log-other-host-refused-json 2 "
+assert d['ok'] is False and d['exit'] == 2 and '--log-host gpu01' in d['error'], d
+n = d['nccl_log']
+assert n['hosts'] == ['gpu01'] and n['host_count'] == 1 and n['host_checked'] is False and n['host'] is None, n
+assert n['node'] == '$node' and n['log_host'] is None and n['gpus_in_log'] is None, n
+"
+# several hosts, none of them this node: all are named
+run p2p --lib "$work/nonexistent.so" --nccl-log "$nccl/nccl-2.14-mpirun-tag-output.log"
+check p2p-log-other-hosts-refused 2 'assert "from 2 hosts (node01, node02), none of them this node" in err and "--log-host node01" in err, err'
+# --log-host names a host the log does not hold
+run p2p --lib "$work/nonexistent.so" --nccl-log "$nccl/nccl-2.21-single-process.log" --log-host gpu09
+check p2p-log-host-not-in-log 2 'assert "has no lines of gpu09 (--log-host)" in err and "names 1 host(s), gpu01" in err, err'
+# the same log, read here on purpose; a short name is the FQDN it begins
+FAKE_CUDA_BUSIDS=$ids p2p --pci-dump "$topo/5090-clean.dump" --nccl-log "$work/gpu01-2gpus.log" --log-host GPU01.example.com --json
+check p2p-log-host-accepted 0 '
+n = d["nccl_log"]
+assert n["log_host"] == "GPU01.example.com" and n["host"] == "gpu01" and n["host_checked"] is True, n
+assert n["hosts"] == ["gpu01"] and n["other_host_lines"] == 0 and n["notes"] == [], n
+assert n["gpus_in_log"] == 2 and n["node_gpus"] == 2 and n["gpu_count_ok"] is True, n
+assert n["node_gpus_source"].endswith("5090-clean.dump"), n
+assert d["ok"] is True and d["exit"] == 0
+lv = {l["level"]: l for l in d["ladder"]["levels"]}
+assert lv[3]["state"] == "pass" and lv[3]["detail"] == "all 4 intra-node connections use P2P", lv[3]
+'
+FAKE_CUDA_BUSIDS=$ids p2p --pci-dump "$topo/5090-clean.dump" --nccl-log "$work/gpu01-2gpus.log" --log-host gpu01
+check p2p-log-host-accepted-text 0 "
+assert 'host    gpu01 (--log-host; this node is $node); the log holds 1 host(s)' in out, out
+assert 'GPUs    the log names 2 on gpu01; this node has 2 NVIDIA GPU(s)' in out, out
+"
+# a two-node job: node01 renamed to this node (upper case, as a short name
+# matches either way); only its lines are judged, the other host is counted
+sed "s/node01:/${short^^}:/" "$nccl/nccl-2.14-mpirun-tag-output.log" >"$work/multi.log"
+FAKE_CUDA_BUSIDS=$ids p2p --pci-dump "$topo/5090-clean.dump" --nccl-log "$work/multi.log" --json
+check p2p-log-multi-host 0 "
+n = d['nccl_log']
+assert n['hosts'] == ['${short^^}', 'node02'] and n['host_count'] == 2 and n['host'] == '${short^^}', n
+assert n['host_checked'] is True and n['log_host'] is None and n['other_host_lines'] == 24, n
+assert n['gpus_in_log'] == 2 and n['gpu_count_ok'] is True, n
+lv = {l['level']: l for l in d['ladder']['levels']}
+# node01's two ranks: one P2P connection each way, not the four of both nodes
+assert lv[3]['state'] == 'pass' and lv[3]['detail'] == 'all 2 intra-node connections use P2P', lv[3]
+"
+FAKE_CUDA_BUSIDS=$ids p2p --pci-dump "$topo/5090-clean.dump" --nccl-log "$work/multi.log"
+check p2p-log-multi-host-text 0 "
+assert 'the log holds 2 host(s) (${short^^}, node02): only the lines of ${short^^} are judged, 24 line(s) of other hosts are not' in out, out
+"
+# a log whose lines name no host: judged, with a note that it could not be checked
+sed -E 's/^[^ ]*:[0-9]+:[0-9]+ (\[[0-9]+\] NCCL)/\1/' "$work/gpu01-2gpus.log" >"$work/hostless.log"
+FAKE_CUDA_BUSIDS=$ids p2p --pci-dump "$topo/5090-clean.dump" --nccl-log "$work/hostless.log" --json
+check p2p-log-hostless 0 '
+n = d["nccl_log"]
+assert n["hosts"] == [] and n["host_count"] == 0 and n["host_checked"] is False and n["host"] is None, n
+assert len(n["notes"]) == 1 and "name no host" in n["notes"][0] and "could not be checked" in n["notes"][0], n
+assert n["gpus_in_log"] == 2 and n["gpu_count_ok"] is True, n
+assert {l["level"]: l for l in d["ladder"]["levels"]}[3]["state"] == "pass"
+'
+FAKE_CUDA_BUSIDS=$ids p2p --pci-dump "$topo/5090-clean.dump" --nccl-log "$work/hostless.log"
+check p2p-log-hostless-text 0 '
+assert "host    not checked: its lines name no host" in out and "could not be checked" in out, out
+'
+# eight GPUs in the log, two in this node: not this node's current hardware
+FAKE_CUDA_BUSIDS=$ids p2p --pci-dump "$topo/5090-clean.dump" --nccl-log "$nccl/nccl-2.21-single-process.log" --log-host gpu01 --json
+check p2p-log-gpu-count-mismatch 1 '
+assert d["ok"] is False and d["exit"] == 1, d
+n = d["nccl_log"]
+assert n["gpus_in_log"] == 8 and n["node_gpus"] == 2 and n["gpu_count_ok"] is False, n
+lv = {l["level"]: l for l in d["ladder"]["levels"]}
+t = lv[3]["detail"]
+assert lv[3]["state"] == "fail" and "names 8 GPUs on gpu01, this node has 2 NVIDIA GPU(s)" in t, t
+assert "not from this node" in t and "the log alone: all 16 intra-node connections use P2P" in t, t
+assert lv[1]["state"] == lv[2]["state"] == "pass", lv
+'
+FAKE_CUDA_BUSIDS=$ids p2p --pci-dump "$topo/5090-clean.dump" --nccl-log "$nccl/nccl-2.21-single-process.log" --log-host gpu01
+check p2p-log-gpu-count-mismatch-text 1 'assert "the log names 8 on gpu01; this node has 2 NVIDIA GPU(s)" in out and "MORE THAN THIS NODE HAS" in out, out'
+# one process per GPU with CUDA_VISIBLE_DEVICES: every prefix says [0],
+# the bus ids still tell eight GPUs apart
+sed -E 's/ \[[0-9]+\] NCCL / [0] NCCL /; s/cudaDev [0-9]+/cudaDev 0/' "$nccl/nccl-2.21-single-process.log" >"$work/cvd.log"
+FAKE_CUDA_BUSIDS=$ids p2p --pci-dump "$topo/5090-clean.dump" --nccl-log "$work/cvd.log" --log-host gpu01 --json
+check p2p-log-gpu-count-bus-ids 1 '
+n = d["nccl_log"]
+assert n["gpus_in_log"] == 8 and n["gpu_count_ok"] is False, n
+'
+# this node's GPU count unknown (PCI facts without an NVIDIA GPU): said, not failed
+awk 'BEGIN { RS = ""; ORS = "\n\n" } /^(00:00.0|00:1c.0) /' "$topo/intel-pch.dump" >"$work/nogpu.dump"
+FAKE_CUDA_BUSIDS=$ids p2p --pci-dump "$work/nogpu.dump" --nccl-log "$nccl/nccl-2.21-single-process.log" --log-host gpu01 --json
+check p2p-log-node-gpus-unknown 0 '
+n = d["nccl_log"]
+assert n["gpus_in_log"] == 8 and n["node_gpus"] is None and n["gpu_count_ok"] is None, n
+assert any("GPU count is unknown" in x for x in n["notes"]), n
+assert {l["level"]: l for l in d["ladder"]["levels"]}[3]["state"] == "pass"
+'
+# --log-host: once, with a value, and only with a log to name
+run p2p --nccl-log "$work/gpu01-2gpus.log" --log-host gpu01 --log-host gpu02
+check p2p-log-host-twice 2 'assert "--log-host'"'"' given twice" in err, err'
+run p2p --nccl-log "$work/gpu01-2gpus.log" --log-host ''
+check p2p-log-host-empty 2 'assert "Empty value for" in err, err'
+run p2p --log-host gpu01
+check p2p-log-host-without-log 2 'assert "give --nccl-log FILE too" in err, err'
 SIZE=12X p2p
 check p2p-bad-size 2 'assert "Invalid --size" in err, err'
 ITERS=0 p2p
@@ -379,7 +500,9 @@ else
 	# a representative subset: one of each subcommand and error path
 	for args in "topo --pci-dump $topo/5090-switch.dump --json" \
 		"topo --pci-dump $topo/binary.dump" \
-		"p2p --lib $lib --size 64K --iters 2 --pci-dump $topo/5090-switch.dump"; do
+		"p2p --lib $lib --size 64K --iters 2 --pci-dump $topo/5090-switch.dump" \
+		"p2p --lib $lib --size 64K --iters 2 --nccl-log $work/multi.log --pci-dump $topo/5090-clean.dump" \
+		"p2p --lib $lib --nccl-log $nccl/nccl-2.14-mpirun-tag-output.log --json"; do
 		# shellcheck disable=SC2086
 		FAKE_CUDA_DEVICES=2 FAKE_CUDA_CORRUPT=1-0@7 valgrind -q --error-exitcode=99 \
 			--leak-check=full --errors-for-leak-kinds=definite \

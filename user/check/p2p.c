@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check/p2p.h"
 
@@ -311,7 +312,79 @@ static bool relevant(const struct nvs_p2p_run *rn, const struct nvs_finding *f)
 	return false;
 }
 
-int nvs_p2p_judge(struct nvs_p2p_run *rn, const struct nvs_nccl_log *nccl)
+void nvs_p2p_origin_init(struct nvs_p2p_origin *o, struct nvs_nccl_log *log, const char *log_host)
+{
+	memset(o, 0, sizeof(*o));
+	o->node_gpus = -1;
+	if (gethostname(o->node, sizeof(o->node) - 1))
+		o->node[0] = 0;
+	o->node[sizeof(o->node) - 1] = 0;
+	o->log_host = log_host;
+	o->want = log_host ? log_host : o->node;
+	log->only_host = o->want;
+}
+
+int nvs_p2p_origin_host(struct nvs_p2p_origin *o, const struct nvs_nccl_log *log, const char *path, char *err,
+			size_t errlen)
+{
+	const char *name = strcmp(path, "-") ? path : "standard input";
+	const char *node = o->node[0] ? o->node : "its name is unknown: gethostname failed";
+	const char *first = log->hosts.n ? log->hosts.v[0].host : "";
+	size_t len = 0, shown = 0;
+
+	o->hosts = log->hosts.n;
+	o->other_lines = log->other_lines;
+	for (size_t i = 0; i < log->hosts.n; ++i) {
+		const char *h = log->hosts.v[i].host;
+
+		if (!o->used[0] && nvs_nccl_host_match(h, o->want))
+			snprintf(o->used, sizeof(o->used), "%s", h);
+		if (len + strlen(h) + 24 >= sizeof(o->host_list))
+			continue;
+		len += snprintf(o->host_list + len, sizeof(o->host_list) - len, "%s%s", len ? ", " : "", h);
+		shown++;
+	}
+	if (shown < log->hosts.n)
+		snprintf(o->host_list + len, sizeof(o->host_list) - len, " and %zu more", log->hosts.n - shown);
+	o->host_checked = o->used[0];
+	/* a log whose lines name no host is taken as it is: the caller says so */
+	if (!log->hosts.n || o->host_checked)
+		return 0;
+	if (o->log_host)
+		snprintf(err, errlen,
+			 "`%.300s' has no lines of %.64s (--log-host): the log names %zu host(s), %s; pass --log-host %s to read that host's lines, or run the check on the host the log is from",
+			 name, o->log_host, log->hosts.n, o->host_list, first);
+	else if (log->hosts.n == 1)
+		snprintf(err, errlen,
+			 "`%.300s' is an NCCL log from %s, not from this node (%s): its P2P findings are %s's. Run the check on %s, or pass --log-host %s to read it here anyway",
+			 name, first, node, first, first, first);
+	else
+		snprintf(err, errlen,
+			 "`%.300s' is an NCCL log from %zu hosts (%s), none of them this node (%s): its P2P findings are theirs. Run the check on one of them, or pass --log-host HOST (e.g. --log-host %s) to read that host's lines here anyway",
+			 name, log->hosts.n, o->host_list, node, first);
+	return -EXDEV;
+}
+
+void nvs_p2p_origin_gpus(struct nvs_p2p_origin *o, const struct nvs_nccl_log *log, const struct nvs_pci *pci)
+{
+	int n = 0;
+
+	o->log_gpus = nvs_nccl_gpus_named(log);
+	o->node_gpus = -1;
+	o->node_source[0] = 0;
+	if (pci) {
+		/* NVIDIA display and 3D controllers, as `topo' lists them */
+		for (size_t i = 0; i < pci->n; ++i)
+			n += pci->devs[i].role == NVS_ROLE_GPU && pci->devs[i].vendor == 0x10de;
+		snprintf(o->node_source, sizeof(o->node_source), "%s", pci->source);
+		/* none: a container or a VM that hides them, not a node without GPUs that ran CUDA */
+		if (n)
+			o->node_gpus = n;
+	}
+	o->gpu_mismatch = o->node_gpus > 0 && o->log_gpus > (size_t)o->node_gpus;
+}
+
+int nvs_p2p_judge(struct nvs_p2p_run *rn, const struct nvs_nccl_log *nccl, const struct nvs_p2p_origin *origin)
 {
 	struct nvs_ladder *l = &rn->ladder;
 	int pairs = 0, no_access = 0, p2p_ran = 0, bad = 0;
@@ -423,9 +496,17 @@ int nvs_p2p_judge(struct nvs_p2p_run *rn, const struct nvs_nccl_log *nccl)
 	if (nccl) {
 		char why[384], where[256];
 
+		bool met = nvs_nccl_expect_p2p(nccl, false, why, sizeof(why), where, sizeof(where));
+
 		if (!nccl->nccl_lines)
 			nvs_ladder_set(l, 3, NVS_LADDER_FAIL, "the NCCL log has no NCCL INFO lines (run with NCCL_DEBUG=INFO)");
-		else if (nvs_nccl_expect_p2p(nccl, false, why, sizeof(why), where, sizeof(where)))
+		else if (origin && origin->gpu_mismatch)
+			/* whatever it shows, it shows another machine */
+			nvs_ladder_set(l, 3, NVS_LADDER_FAIL,
+				       "the log names %zu GPUs%s%.64s, this node has %d NVIDIA GPU(s) (PCI facts: %.60s): it is not from this node's current hardware (the log alone: %.100s)",
+				       origin->log_gpus, origin->used[0] ? " on " : "", origin->used, origin->node_gpus,
+				       origin->node_source, why);
+		else if (met)
 			nvs_ladder_set(l, 3, NVS_LADDER_PASS, "%s", why);
 		else
 			nvs_ladder_set(l, 3, NVS_LADDER_FAIL, "%s%s%.200s", why, where[0] ? "; at " : "", where);

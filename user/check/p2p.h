@@ -65,6 +65,43 @@ struct nvs_p2p_run {
 	int driver_version;
 };
 
+/*
+ * Whose NCCL log is it? NCCL's prefix names the host of every line
+ * ("%s:%d:%d [%d] NCCL INFO ": host, pid, tid, CUDA device; src/debug.cc),
+ * so a log written on another node is told apart before its P2P findings
+ * are taken for this node's; and a log naming more GPUs than this node
+ * has is not from its current hardware.
+ */
+struct nvs_p2p_origin {
+	char node[256];		/* this node's name (gethostname); "" unknown */
+	const char *log_host;	/* --log-host, or NULL */
+	const char *want;	/* the host the lines must be from: log_host, else node */
+	size_t hosts;		/* hosts the log's prefixes name */
+	char host_list[192];	/* "gpu01, gpu02" (the first ones) */
+	char used[64];		/* the log's spelling of want; "" when it names no host */
+	bool host_checked;	/* the log names hosts, and want is one of them */
+	size_t other_lines;	/* NCCL lines of other hosts, not judged */
+	size_t log_gpus;	/* GPUs the judged lines name */
+	int node_gpus;		/* NVIDIA GPUs in this node's PCI facts; -1 unknown */
+	char node_source[256];	/* "sysfs" or the --pci-dump path; "" none */
+	bool gpu_mismatch;	/* log_gpus > node_gpus */
+};
+
+/*
+ * Before reading: what to compare (node from gethostname(), log_host from
+ * --log-host or NULL); sets log->only_host.
+ */
+void nvs_p2p_origin_init(struct nvs_p2p_origin *o, struct nvs_nccl_log *log, const char *log_host);
+/*
+ * After reading: 0 when the log is this node's (or --log-host's), or names
+ * no host at all; -EXDEV with a message naming the hosts, this node and
+ * what to do when none of its hosts is.
+ */
+int nvs_p2p_origin_host(struct nvs_p2p_origin *o, const struct nvs_nccl_log *log, const char *path, char *err,
+			size_t errlen);
+/* The GPU count: the log's judged lines against this node's PCI facts (NULL: unknown). */
+void nvs_p2p_origin_gpus(struct nvs_p2p_origin *o, const struct nvs_nccl_log *log, const struct nvs_pci *pci);
+
 /* Pairs as given to --pairs: "all", or "0-1,1-0"; ranges are checked at open. */
 struct nvs_p2p_pairs {
 	bool all;
@@ -86,10 +123,11 @@ int nvs_p2p_open(struct nvs_p2p_run *rn, const struct nvs_p2p_opts *o, const str
 /* Copies, verifies and times every wanted pair and every GPU alone. -ENOMEM (host buffers). */
 int nvs_p2p_measure(struct nvs_p2p_run *rn);
 /*
- * Fills the ladder (nccl: a read NCCL log, or NULL when none was given)
- * and returns how many copy checks failed.
+ * Fills the ladder (nccl: a read NCCL log, or NULL when none was given;
+ * origin: what nvs_p2p_origin_*() found of it) and returns how many copy
+ * checks failed. A log with more GPUs than this node fails level 3.
  */
-int nvs_p2p_judge(struct nvs_p2p_run *rn, const struct nvs_nccl_log *nccl);
+int nvs_p2p_judge(struct nvs_p2p_run *rn, const struct nvs_nccl_log *nccl, const struct nvs_p2p_origin *origin);
 void nvs_p2p_close(struct nvs_p2p_run *rn);
 
 #endif

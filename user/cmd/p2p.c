@@ -124,7 +124,75 @@ static void show_verification(const struct nvs_p2p_run *rn)
 			}
 }
 
-static void show(const struct nvs_p2p_run *rn)
+/* Whose log level 3 read: its hosts against this node, its GPUs against this node's. */
+static void show_origin(const struct nvs_p2p_origin *o, const struct nvs_nccl_log *log, const char *path,
+			bool refused)
+{
+	bool known = o->node_gpus > 0 && !refused;
+
+	out_obj(OUT_JSON, "nccl_log");
+	out_text("NCCL log  ");
+	out_str(OUT_ANY, "path", "%s\n", path);
+	out_str(OUT_JSON, "node", NULL, o->node[0] ? o->node : NULL);
+	out_str(OUT_JSON, "log_host", NULL, o->log_host);
+	out_arr(OUT_JSON, "hosts");
+	for (size_t i = 0; i < log->hosts.n; ++i)
+		out_str(OUT_JSON, NULL, NULL, log->hosts.v[i].host);
+	out_arr_end(OUT_JSON);
+	out_uint(OUT_JSON, "host_count", NULL, o->hosts);
+	out_bool(OUT_JSON, "host_checked", NULL, o->host_checked);
+	out_str(OUT_JSON, "host", NULL, o->used[0] ? o->used : NULL);
+	out_uint(OUT_JSON, "other_host_lines", NULL, o->other_lines);
+	if (o->host_checked) {
+		out_str(OUT_TEXT, NULL, "  host    %s", o->used);
+		if (o->log_host)
+			out_str(OUT_TEXT, NULL, " (--log-host; this node is %s)", o->node[0] ? o->node : "unknown");
+		else
+			out_text(" (this node)");
+		out_text("; the log holds %zu host(s)", o->hosts);
+		if (o->hosts > 1) {
+			out_str(OUT_TEXT, NULL, " (%s)", o->host_list);
+			out_str(OUT_TEXT, NULL, ": only the lines of %s are judged", o->used);
+			out_text(", %zu line(s) of other hosts are not", o->other_lines);
+		}
+		out_text("\n");
+	} else {
+		out_text("  host    not checked: its lines name no host\n");
+	}
+	if (refused) {
+		out_null("gpus_in_log");
+	} else {
+		out_uint(OUT_ANY, "gpus_in_log", "  GPUs    the log names %llu", o->log_gpus);
+		if (o->used[0])
+			out_str(OUT_TEXT, NULL, " on %s", o->used);
+	}
+	if (known) {
+		out_int(OUT_ANY, "node_gpus", "; this node has %lld NVIDIA GPU(s)", o->node_gpus);
+		out_str(OUT_ANY, "node_gpus_source", " (PCI facts: %s)", o->node_source);
+		out_bool(OUT_JSON, "gpu_count_ok", NULL, !o->gpu_mismatch);
+		if (o->gpu_mismatch)
+			out_cstr(OUT_TEXT, OUT_BAD, NULL, ": %s", "MORE THAN THIS NODE HAS");
+	} else {
+		out_null("node_gpus");
+		out_str(OUT_JSON, "node_gpus_source", NULL, o->node_source[0] ? o->node_source : NULL);
+		out_null("gpu_count_ok");
+	}
+	if (!refused)
+		out_text("\n");
+	out_arr(OUT_JSON, "notes");
+	if (!o->hosts)
+		out_str(OUT_ANY, NULL, "  note    %s\n",
+			"the log's lines name no host (no \"host:pid:tid [dev]\" prefix): whether it is from this node could not be checked");
+	if (!known && !refused)
+		out_str(OUT_ANY, NULL, "  note    %s\n", o->node_source[0] ?
+			"this node's PCI facts show no NVIDIA GPU: its GPU count is unknown, the log's was not checked against it" :
+			"this node's PCI facts could not be read: its GPU count is unknown, the log's was not checked against it");
+	out_arr_end(OUT_JSON);
+	out_obj_end(OUT_JSON);
+}
+
+static void show(const struct nvs_p2p_run *rn, const struct nvs_p2p_origin *origin, const struct nvs_nccl_log *nccl,
+		 const char *nccl_log)
 {
 	int ver = rn->driver_version;
 
@@ -205,6 +273,12 @@ static void show(const struct nvs_p2p_run *rn)
 		show_matrix(rn, "Latency (us), P2P off", 5);
 		out_text("\n");
 	}
+	if (nccl_log) {
+		show_origin(origin, nccl, nccl_log, false);
+		out_text("\n");
+	} else {
+		out_null("nccl_log");
+	}
 	show_ladder(&rn->ladder);
 }
 
@@ -212,7 +286,8 @@ static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
 		"Usage: %s %s [--size BYTES[K|M|G]] [--iters N] [--pairs all|A-B,...] [--lib PATH]\n"
-		"            [--nccl-log FILE] [--pci-dump FILE] [--min-efficiency F] [--json]\n"
+		"            [--nccl-log FILE [--log-host NAME]] [--pci-dump FILE] [--min-efficiency F]\n"
+		"            [--json]\n"
 		"\n"
 		"For every ordered GPU pair, with peer access on and off: fills a pattern,\n"
 		"copies it to the peer and back, verifies every byte (first mismatch offset\n"
@@ -225,7 +300,13 @@ static void usage(FILE *f, const char *prog)
 		"  --iters         timed copies per measurement, 1 to 100000 (default 20)\n"
 		"  --pairs         ordered pairs to test, e.g. 0-1,1-0 (default all)\n"
 		"  --lib           libcuda to load (default libcuda.so.1)\n"
-		"  --nccl-log      NCCL_DEBUG=INFO output for ladder level 3 (- : standard input)\n"
+		"  --nccl-log      NCCL_DEBUG=INFO output for ladder level 3 (- : standard input),\n"
+		"                  of this node: a log whose lines name only other hosts is\n"
+		"                  refused; of a multi-node log only this node's lines are\n"
+		"                  judged; a log naming more GPUs than this node has (PCI\n"
+		"                  facts) fails level 3\n"
+		"  --log-host      the host the log is from, when it is not this node: judge\n"
+		"                  its lines here anyway\n"
 		"  --pci-dump      read PCI facts from an lspci -xxxx dump instead of sysfs\n"
 		"  --min-efficiency F\n"
 		"                  share of the link's theoretical rate that level 4 needs,\n"
@@ -234,7 +315,8 @@ static void usage(FILE *f, const char *prog)
 		"\n"
 		"Exit status: 0 no ladder level failed; 1 a level failed (a copy failed\n"
 		"verification, no peer access, NCCL did not use P2P, bandwidth below\n"
-		"--min-efficiency); 2 usage error or an unusable --nccl-log, --pci-dump or\n"
+		"--min-efficiency, a log with more GPUs than this node); 2 usage error or an\n"
+		"unusable --nccl-log (another host's, without --log-host), --pci-dump or\n"
 		"--lib; 3 no libcuda, CUDA driver or CUDA device; 4 permission denied\n"
 		"reading --nccl-log (nvsidecar(8) has the table).\n",
 		PROG_NAME, prog, NVS_LADDER_MIN_EFFICIENCY);
@@ -243,7 +325,7 @@ static void usage(FILE *f, const char *prog)
 struct args {
 	struct nvs_p2p_opts o;
 	struct nvs_p2p_pairs pairs;
-	const char *nccl_log, *pci_dump;
+	const char *nccl_log, *pci_dump, *log_host;
 };
 
 /* Returns 0 to run, 1 after --help, or the exit code (reported). */
@@ -266,7 +348,7 @@ static int parse(int argc, const char *argv[], struct args *a)
 			out_set_json(true);
 		} else if (strcmp(o, "--size") && strcmp(o, "--iters") && strcmp(o, "--min-efficiency") &&
 			   strcmp(o, "--pairs") && strcmp(o, "--lib") && strcmp(o, "--nccl-log") &&
-			   strcmp(o, "--pci-dump")) {
+			   strcmp(o, "--pci-dump") && strcmp(o, "--log-host")) {
 			return out_usage(argv[0], "Invalid argument: `%s'", o);
 		} else if (!v) {
 			return out_usage(argv[0], "Missing value for `%s'", o);
@@ -296,10 +378,14 @@ static int parse(int argc, const char *argv[], struct args *a)
 			a->o.lib = argv[++i];
 		} else if (!strcmp(o, "--nccl-log")) {
 			a->nccl_log = argv[++i];
+		} else if (!strcmp(o, "--log-host")) {
+			a->log_host = argv[++i];
 		} else {
 			a->pci_dump = argv[++i];
 		}
 	}
+	if (a->log_host && !a->nccl_log)
+		return out_usage(argv[0], "--log-host names the host of --nccl-log's log: give --nccl-log FILE too");
 	if (nvs_p2p_parse_pairs(pairs, &a->pairs))
 		return out_usage(argv[0], "Invalid --pairs (all, or SRC-DST,... with GPU indices below %d): `%s'",
 				 NVS_P2P_MAX_GPUS, pairs);
@@ -318,6 +404,7 @@ static int ladder_exit(const struct nvs_ladder *l)
 int p2p_main(int argc, const char *argv[])
 {
 	struct nvs_nccl_log nccl;
+	struct nvs_p2p_origin origin = { 0 };
 	struct nvs_p2p_run *rn = NULL;
 	struct nvs_pci pci = { 0 };
 	struct args a;
@@ -332,6 +419,8 @@ int p2p_main(int argc, const char *argv[])
 
 	/* Every input first: a typo must not cost a benchmark run. */
 	if (a.nccl_log) {
+		/* only this node's lines (or --log-host's) are judged */
+		nvs_p2p_origin_init(&origin, &nccl, a.log_host);
 		ret = nvs_nccl_read(&nccl, a.nccl_log, err, sizeof(err));
 		if (ret) {
 			ret = out_fail(ret == -ENOMEM ? NVS_EX_FAIL : nvs_exit_for_path(-ret) == NVS_EX_PERM ?
@@ -345,6 +434,16 @@ int p2p_main(int argc, const char *argv[])
 				       nccl.lines, strcmp(a.nccl_log, "-") ? a.nccl_log : "standard input");
 			goto out;
 		}
+		/* another node's log: its findings are not this node's */
+		if (nvs_p2p_origin_host(&origin, &nccl, a.nccl_log, err, sizeof(err))) {
+			if (out_json()) {
+				out_begin(true);
+				show_origin(&origin, &nccl, a.nccl_log, true);
+				out_end();
+			}
+			ret = out_fail(NVS_EX_USAGE, "Unable to use --nccl-log: %s", err);
+			goto out;
+		}
 	}
 	if (!nvs_pci_scan(&pci, a.pci_dump, NULL, 0, err, sizeof(err))) {
 		have_pci = true;
@@ -352,6 +451,8 @@ int p2p_main(int argc, const char *argv[])
 		ret = out_fail(NVS_EX_USAGE, "%s", err);
 		goto out;
 	}
+	if (a.nccl_log)
+		nvs_p2p_origin_gpus(&origin, &nccl, have_pci ? &pci : NULL);
 	rn = calloc(1, sizeof(*rn));
 	if (!rn) {
 		ret = out_fail(NVS_EX_FAIL, "Unable to allocate memory");
@@ -380,12 +481,12 @@ int p2p_main(int argc, const char *argv[])
 		goto out_close;
 	}
 	nvs_nccl_sort(&nccl);
-	nvs_p2p_judge(rn, a.nccl_log ? &nccl : NULL);
+	nvs_p2p_judge(rn, a.nccl_log ? &nccl : NULL, a.nccl_log ? &origin : NULL);
 	ret = ladder_exit(&rn->ladder);
 	out_begin(true);
 	out_bool(OUT_JSON, "ok", NULL, !ret);
 	out_int(OUT_JSON, "exit", NULL, ret);
-	show(rn);
+	show(rn, &origin, &nccl, a.nccl_log);
 	if (out_end() < 0 && !ret)
 		ret = NVS_EX_FAIL;
 out_close:
