@@ -5,8 +5,9 @@
 # the module: usage, --help, argument checking, the "module not loaded"
 # message and exit code, atomic --record, the output formats (JSON checked
 # by python3's parser), the man page and bash completion. Everything runs
-# under AddressSanitizer/UBSan/LeakSanitizer ($NVS_BUILD/asan), and the
-# same cases once more under valgrind with a plain build ($NVS_BUILD/plain).
+# under AddressSanitizer/UBSan/LeakSanitizer ($NVS_BUILD/asan), and a
+# subset chosen by rule (see "valgrind" at the end) once more under
+# valgrind with a plain build ($NVS_BUILD/plain).
 set -u
 # shellcheck source=../lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -62,21 +63,23 @@ sanitizer_clean() {
 	! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:|SUMMARY: UndefinedBehavior' "$1"
 }
 
+# vg_note RC ARGS...: a case the ASan helper ran with ARGS and exit status
+# RC, offered to the valgrind pass at the end, which picks its cases from
+# these by a rule (there). Every case runner below calls it.
+vg_all=()
+vg_note() {
+	vg_all+=("$1 $(printf '%q ' "${@:2}")")
+}
+
 # expect NAME RC REGEX CMD...: runs the ASan CLI with CMD as arguments;
 # passes if it exits RC, its stdout+stderr match REGEX (grep -E, "" for
-# any) and no sanitizer complained. vexpect does the same and also queues
-# the arguments for the valgrind pass at the end (plain build; valgrind is
-# slow, so one case of each kind).
-vg_cases=()
-vexpect() {
-	vg_cases+=("$(printf '%q ' "${@:4}")")
-	expect "$@"
-}
+# any) and no sanitizer complained.
 expect() {
 	local name=$1 rc=$2 re=$3 got
 	shift 3
 	"$bin" "$@" >"$work/out" 2>&1
 	got=$?
+	vg_note "$got" "$@"
 	if ! sanitizer_clean "$work/out"; then
 		t_fail "$name" "sanitizer: $(grep -m1 -E 'ERROR|runtime error' "$work/out")"
 	elif ((got != rc)); then
@@ -92,11 +95,11 @@ nomod='not registered: load the module with `modprobe nvsidecar'"'"'.*`dkms stat
 usage_re='^Usage: .*nvsidecar'
 
 # --- dispatcher and --help ----------------------------------------------
-vexpect cli-no-args 2 'Available subcommands'
-vexpect cli-help 0 'status +Shows the module' --help
-vexpect cli-unknown-subcommand 2 'Invalid subcommand: `frobnicate'"'" frobnicate
+expect cli-no-args 2 'Available subcommands'
+expect cli-help 0 'status +Shows the module' --help
+expect cli-unknown-subcommand 2 'Invalid subcommand: `frobnicate'"'" frobnicate
 for sub in status thermal set events; do
-	vexpect "cli-$sub-help" 0 'Exit codes: 0 success' "$sub" --help
+	expect "cli-$sub-help" 0 'Exit codes: 0 success' "$sub" --help
 	"$bin" "$sub" --help 2>/dev/null | grep -qE "$usage_re $sub" ||
 		t_fail "cli-$sub-help-stdout" "--help does not print its usage line on stdout"
 done
@@ -107,15 +110,15 @@ if [[ -d /sys/module/nvsidecar ]]; then
 		t_skip "cli-nomodule-$t" "the nvsidecar module is loaded on this host"
 	done
 else
-	vexpect cli-nomodule-status 3 "$nomod" status
+	expect cli-nomodule-status 3 "$nomod" status
 	expect cli-nomodule-thermal 3 "$nomod" thermal
-	vexpect cli-nomodule-thermal-json 3 "$nomod" thermal --json
-	vexpect cli-nomodule-events 3 "$nomod" events --timeout 1
-	vexpect cli-nomodule-set 3 "$nomod" set 0 reset-peaks
-	vexpect cli-nomodule-set-json 3 '^\{"ok":false,"exit":3,' set 0 mem-hz 2 --json
+	expect cli-nomodule-thermal-json 3 "$nomod" thermal --json
+	expect cli-nomodule-events 3 "$nomod" events --timeout 1
+	expect cli-nomodule-set 3 "$nomod" set 0 reset-peaks
+	expect cli-nomodule-set-json 3 '^\{"ok":false,"exit":3,' set 0 mem-hz 2 --json
 	# The temporary file made before the module was asked must be gone.
 	mkdir "$work/rec"
-	vexpect cli-nomodule-record-cleanup 3 "$nomod" thermal --record "$work/rec/x.csv" --duration 1
+	expect cli-nomodule-record-cleanup 3 "$nomod" thermal --record "$work/rec/x.csv" --duration 1
 	if [[ -n $(ls -A "$work/rec") ]]; then
 		t_fail cli-nomodule-record-leftover "left behind: $(ls -A "$work/rec" | tr '\n' ' ')"
 	else
@@ -130,7 +133,7 @@ expect cli-status-extra-arg 2 'Unknown argument: `--frob'"'" status --frob
 expect cli-set-no-gpu 2 'Missing the GPU' set
 expect cli-set-nothing 2 'Nothing to change' set 0
 expect cli-set-hz-negative 2 'Invalid sample rate \(0 to 1000\): `-1'"'" set 0 sample-hz -1
-vexpect cli-set-hz-huge 2 'Invalid sample rate' set 0 sample-hz 99999999999999999999999
+expect cli-set-hz-huge 2 'Invalid sample rate' set 0 sample-hz 99999999999999999999999
 expect cli-set-hz-over-max 2 'Invalid sample rate' set 0 sample-hz 1001
 expect cli-set-hz-text 2 'Invalid sample rate' set 0 sample-hz fast
 expect cli-set-hz-hex 2 'Invalid sample rate' set 0 sample-hz 0x10
@@ -143,7 +146,7 @@ expect cli-set-memhz-twice 2 'mem-hz given twice' set 0 mem-hz 1 mem-hz 2
 expect cli-set-thresh-high 2 'Invalid threshold \(-40 to 200' set 0 threshold hotspot 200.001
 expect cli-set-thresh-low 2 'Invalid threshold' set 0 threshold hotspot -41
 expect cli-set-thresh-text 2 'Invalid threshold' set 0 threshold hotspot warm
-vexpect cli-set-thresh-precision 2 'Invalid threshold' set 0 threshold hotspot 95.0001
+expect cli-set-thresh-precision 2 'Invalid threshold' set 0 threshold hotspot 95.0001
 expect cli-set-thresh-nan 2 'Invalid threshold' set 0 threshold hotspot nan
 expect cli-set-thresh-missing 2 'Missing value for `threshold'"'" set 0 threshold hotspot
 expect cli-set-thresh-two 2 'Only one threshold' set 0 threshold hotspot 90 threshold ch0 90
@@ -158,7 +161,7 @@ expect cli-thermal-record-empty 2 'Empty file name' thermal --record '' --durati
 expect cli-thermal-duration-zero 2 'Invalid --duration' thermal --record x.csv --duration 0
 expect cli-thermal-duration-negative 2 'Invalid --duration' thermal --record x.csv --duration -5
 expect cli-thermal-duration-text 2 'Invalid --duration' thermal --record x.csv --duration soon
-vexpect cli-thermal-duration-unit 2 'Invalid --duration' thermal --record x.csv --duration 10x
+expect cli-thermal-duration-unit 2 'Invalid --duration' thermal --record x.csv --duration 10x
 expect cli-thermal-duration-huge 2 'Invalid --duration' thermal --record x.csv --duration 99999999999999999999h
 expect cli-thermal-duration-8days 2 'Invalid --duration' thermal --record x.csv --duration 8d
 expect cli-thermal-duration-missing 2 'Missing value for `--duration'"'" thermal --record x.csv --duration
@@ -169,14 +172,14 @@ expect cli-thermal-count-no-watch 2 'only applies to --watch' thermal --count 3
 expect cli-thermal-allow-loss-alone 2 'only applies to --record' thermal --allow-loss
 expect cli-thermal-unknown 2 'Unknown argument: `--celsius'"'" thermal --celsius
 expect cli-events-count-negative 2 'Invalid --count' events --count -1
-vexpect cli-events-timeout-text 2 'Invalid --timeout' events --timeout later
+expect cli-events-timeout-text 2 'Invalid --timeout' events --timeout later
 expect cli-events-timeout-zero 2 'Invalid --timeout' events --timeout 0
 expect cli-events-unknown 2 'Unknown argument' events --follow
 
 # --- --record paths that cannot be written: clear error, nothing left -----
 expect cli-record-proc 2 'Unable to create a file next to `/proc/nvs-x.csv'"'" \
 	thermal --record /proc/nvs-x.csv --duration 1
-vexpect cli-record-notdir 2 'Unable to create a file next to .*Not a directory' \
+expect cli-record-notdir 2 'Unable to create a file next to .*Not a directory' \
 	thermal --record /etc/hostname/x.csv --duration 1
 expect cli-record-nodir 2 'No such file or directory' \
 	thermal --record "$work/missing/x.csv" --duration 1
@@ -227,6 +230,12 @@ expect cli-dmabuf-size-overflow 2 'Invalid size' dmabuf probe --gpu 0 --size 171
 expect cli-usage-short 2 "Try \`.*thermal --help'" thermal --celsius
 if (($(wc -l <"$work/out") <= 3)); then t_pass cli-usage-no-full-help; else t_fail cli-usage-no-full-help "$(wc -l <"$work/out") lines"; fi
 
+# --- a real run in text of the subcommands that need no module ------------
+# (nccl-check reads a fixture; rdma finds no such NIC): success and
+# not-found paths, also for the valgrind rule at the end
+expect cli-nccl-text 0 '^NCCL 2\.21\.5' nccl-check "$NVS_TOP/tests/nccl/nccl-2.21-single-process.log"
+expect cli-rdma-no-such-device 3 'No RDMA device' rdma --loopback --dev nvs-no-such-dev
+
 # --- an option given twice, or one the rest would make ignored: exit 2 ----
 # (review T3-20: last-wins without a word, or accepted and ignored). Each
 # row: the message, then the words; each also fails the same way with
@@ -238,11 +247,15 @@ while IFS='|' read -r msg words; do
 	# shellcheck disable=SC2086 # words
 	"$bin" $words >"$work/out" 2>"$work/err"
 	r=$?
+	# shellcheck disable=SC2086
+	vg_note "$r" $words
 	[[ $r == 2 && ! -s $work/out ]] && grep -qF -- "$msg" "$work/err" && grep -q "^Try \`.* --help'" "$work/err" ||
 		bad+=" [$words] rc $r: $(head -c 150 "$work/err" | tr '\n' ' ');"
 	# shellcheck disable=SC2086 # words
 	"$bin" --json $words >"$work/out" 2>/dev/null
 	r=$?
+	# shellcheck disable=SC2086
+	vg_note "$r" --json $words
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ok"] is False and d["exit"] == 2 and sys.argv[2] in d["error"]' \
 		"$work/out" "$msg" 2>/dev/null && [[ $r == 2 ]] || bad+=" [--json $words] rc $r: $(head -c 150 "$work/out");"
 done <<EOF2
@@ -277,6 +290,7 @@ jexpect() {
 	shift 2
 	"$bin" "$@" >"$work/out" 2>"$work/err"
 	got=$?
+	vg_note "$got" "$@"
 	if ! sanitizer_clean "$work/err"; then
 		t_fail "$name" "sanitizer: $(grep -m1 -E 'ERROR|runtime error' "$work/err")"
 	elif ((got != rc)); then
@@ -319,6 +333,7 @@ jdoc() {
 	shift
 	timeout 60 "$bin" "$@" >"$work/out" 2>"$work/err" </dev/null
 	got=$?
+	vg_note "$got" "$@"
 	if ! sanitizer_clean "$work/err"; then
 		t_fail "$name" "sanitizer: $(grep -m1 -E 'ERROR|runtime error' "$work/err")"
 	elif python3 -c '
@@ -700,7 +715,42 @@ for c in "nccl-check --json $NVS_TOP/tests/nccl/nccl-2.21-single-process.log" \
 done
 [[ -z $bad ]] && t_pass cli-stdout-epipe || t_fail cli-stdout-epipe "$bad"
 
-# --- the same CLI cases under valgrind -------------------------------------
+# --- valgrind: a subset of the cases above, chosen by rule -----------------
+# Valgrind finds what ASan does not: reads of uninitialised memory. Every
+# case above already ran under ASan, so valgrind (about 20 times slower)
+# gets a subset that covers every subcommand in both renderings. The rule:
+# for each subcommand of the dispatcher (its --help list; "-" for a
+# command line with none) and each output mode (JSON when --json is among
+# the words before `--', else text), the first case in this file's order
+# that got past argument checking (exit status not 2), or else the first
+# case. A new subcommand or a new case is picked up by the same rule; a
+# subcommand that no case runs in one of the modes fails cli-valgrind-cover.
+vg_subs=" $("$bin" --help | awk '/^Available subcommands:/ { f = 1; next } f && /^  [a-z]/ { printf "%s ", $1 }')"
+declare -A vg_pick=() vg_first=()
+for e in "${vg_all[@]}"; do
+	rc=${e%% *}
+	eval "args=(${e#* })"
+	sub=- mode=text
+	for w in "${args[@]}"; do
+		[[ $w == -- ]] && break
+		[[ $w == --json ]] && mode=json
+		[[ $sub == - && $w != -* && $vg_subs == *" $w "* ]] && sub=$w
+	done
+	k="$sub/$mode"
+	[[ -z ${vg_first[$k]:-} ]] && vg_first[$k]=${e#* }
+	[[ -z ${vg_pick[$k]:-} && $rc != 2 ]] && vg_pick[$k]=${e#* }
+done
+vg_cases=() missing=
+for k in "${!vg_first[@]}"; do
+	vg_cases+=("${vg_pick[$k]:-${vg_first[$k]}}")
+done
+for s in $vg_subs; do
+	for m in text json; do
+		[[ -n ${vg_first[$s/$m]:-} ]] || missing+=" $s/$m"
+	done
+done
+[[ -z $missing ]] && t_pass "cli-valgrind-cover (${#vg_cases[@]} cases)" ||
+	t_fail cli-valgrind-cover "no case runs these subcommand/mode pairs:$missing"
 if ! command -v valgrind >/dev/null; then
 	t_skip cli-valgrind "valgrind is not installed (scripts/deps.sh installs it)"
 else
@@ -709,8 +759,8 @@ else
 	for c in "${vg_cases[@]}"; do
 		(
 			eval "args=($c)"
-			valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-				--show-leak-kinds=definite "$plain/nvsidecar" "${args[@]}" >/dev/null 2>"$work/vg.$k"
+			timeout 120 valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+				--show-leak-kinds=definite "$plain/nvsidecar" "${args[@]}" >/dev/null 2>"$work/vg.$k" </dev/null
 			(($? == 99)) && echo " [${args[*]}]: $(grep -m1 '==' "$work/vg.$k")" >"$work/vg.$k.bad"
 		) &
 		k=$((k + 1))
