@@ -129,7 +129,7 @@ else
 fi
 
 # --- bad arguments: all refused before the kernel is asked (exit 2) -------
-expect cli-status-extra-arg 2 'Unknown argument: `--frob'"'" status --frob
+expect cli-status-extra-arg 2 'Invalid argument: `--frob'"'" status --frob
 expect cli-set-no-gpu 2 'Missing the GPU' set
 expect cli-set-nothing 2 'Nothing to change' set 0
 expect cli-set-hz-negative 2 'Invalid sample rate \(0 to 1000\): `-1'"'" set 0 sample-hz -1
@@ -138,11 +138,11 @@ expect cli-set-hz-over-max 2 'Invalid sample rate' set 0 sample-hz 1001
 expect cli-set-hz-text 2 'Invalid sample rate' set 0 sample-hz fast
 expect cli-set-hz-hex 2 'Invalid sample rate' set 0 sample-hz 0x10
 expect cli-set-hz-missing 2 'Missing value for `sample-hz'"'" set 0 sample-hz
-expect cli-set-hz-twice 2 'sample-hz given twice' set 0 sample-hz 50 sample-hz 60
+expect cli-set-hz-twice 2 '`sample-hz'"'"' given twice: once is enough' set 0 sample-hz 50 sample-hz 60
 expect cli-set-memhz-zero 2 'Invalid memory-sensor rate \(1 to 10\): `0'"'" set 0 mem-hz 0
 expect cli-set-memhz-over-max 2 'Invalid memory-sensor rate' set 0 mem-hz 11
 expect cli-set-memhz-missing 2 'Missing value for `mem-hz'"'" set 0 mem-hz
-expect cli-set-memhz-twice 2 'mem-hz given twice' set 0 mem-hz 1 mem-hz 2
+expect cli-set-memhz-twice 2 '`mem-hz'"'"' given twice: once is enough' set 0 mem-hz 1 mem-hz 2
 expect cli-set-thresh-high 2 'Invalid threshold \(-40 to 200' set 0 threshold hotspot 200.001
 expect cli-set-thresh-low 2 'Invalid threshold' set 0 threshold hotspot -41
 expect cli-set-thresh-text 2 'Invalid threshold' set 0 threshold hotspot warm
@@ -170,11 +170,11 @@ expect cli-thermal-interval-text 2 'Invalid --interval' thermal --watch --interv
 expect cli-thermal-count-zero 2 'Invalid --count' thermal --watch --count 0
 expect cli-thermal-count-no-watch 2 'only applies to --watch' thermal --count 3
 expect cli-thermal-allow-loss-alone 2 'only applies to --record' thermal --allow-loss
-expect cli-thermal-unknown 2 'Unknown argument: `--celsius'"'" thermal --celsius
+expect cli-thermal-unknown 2 'Invalid argument: `--celsius'"'" thermal --celsius
 expect cli-events-count-negative 2 'Invalid --count' events --count -1
 expect cli-events-timeout-text 2 'Invalid --timeout' events --timeout later
 expect cli-events-timeout-zero 2 'Invalid --timeout' events --timeout 0
-expect cli-events-unknown 2 'Unknown argument' events --follow
+expect cli-events-unknown 2 'Invalid argument: `--follow'"'" events --follow
 
 # --- --record paths that cannot be written: clear error, nothing left -----
 expect cli-record-proc 2 'Unable to create a file next to `/proc/nvs-x.csv'"'" \
@@ -237,28 +237,36 @@ expect cli-nccl-text 0 '^NCCL 2\.21\.5' nccl-check "$NVS_TOP/tests/nccl/nccl-2.2
 expect cli-rdma-no-such-device 3 'No RDMA device' rdma --loopback --dev nvs-no-such-dev
 
 # --- an option given twice, or one the rest would make ignored: exit 2 ----
-# (review T3-20: last-wins without a word, or accepted and ignored). Each
-# row: the message, then the words; each also fails the same way with
-# --json, as one error document.
-bad=
+# (review T3-20: last-wins without a word, or accepted and ignored).
+# usage_table NAME: each row of stdin is the message, then the words; each
+# must be exit 2 with that message and the pointer to --help, and fail the
+# same way with --json, as one error document.
+usage_table() {
+	local bad= msg words r
+	while IFS='|' read -r msg words; do
+		[[ -z $msg ]] && continue
+		# shellcheck disable=SC2086 # words
+		"$bin" $words >"$work/out" 2>"$work/err"
+		r=$?
+		# shellcheck disable=SC2086
+		vg_note "$r" $words
+		[[ $r == 2 && ! -s $work/out ]] && grep -qF -- "$msg" "$work/err" && grep -q "^Try \`.* --help'" "$work/err" ||
+			bad+=" [$words] rc $r: $(head -c 150 "$work/err" | tr '\n' ' ');"
+		# shellcheck disable=SC2086 # words
+		"$bin" --json $words >"$work/out" 2>/dev/null
+		r=$?
+		# shellcheck disable=SC2086
+		vg_note "$r" --json $words
+		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ok"] is False and d["exit"] == 2 and sys.argv[2] in d["error"]' \
+			"$work/out" "$msg" 2>/dev/null && [[ $r == 2 ]] || bad+=" [--json $words] rc $r: $(head -c 150 "$work/out");"
+	done
+	[[ -z $bad ]] && t_pass "$1" || t_fail "$1" "$bad"
+}
 dup=$NVS_TOP/tests/topo/5090-switch.dump
-while IFS='|' read -r msg words; do
-	[[ -z $msg ]] && continue
-	# shellcheck disable=SC2086 # words
-	"$bin" $words >"$work/out" 2>"$work/err"
-	r=$?
-	# shellcheck disable=SC2086
-	vg_note "$r" $words
-	[[ $r == 2 && ! -s $work/out ]] && grep -qF -- "$msg" "$work/err" && grep -q "^Try \`.* --help'" "$work/err" ||
-		bad+=" [$words] rc $r: $(head -c 150 "$work/err" | tr '\n' ' ');"
-	# shellcheck disable=SC2086 # words
-	"$bin" --json $words >"$work/out" 2>/dev/null
-	r=$?
-	# shellcheck disable=SC2086
-	vg_note "$r" --json $words
-	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ok"] is False and d["exit"] == 2 and sys.argv[2] in d["error"]' \
-		"$work/out" "$msg" 2>/dev/null && [[ $r == 2 ]] || bad+=" [--json $words] rc $r: $(head -c 150 "$work/out");"
-done <<EOF2
+nlog=$NVS_TOP/tests/nccl/nccl-2.21-single-process.log
+# (admin review A2: rdma, dmabuf and nccl-check --expect took the last of
+# a repeat, or merged it; set had its own words for it)
+usage_table cli-option-twice-or-ignored <<EOF2
 \`--gpu' given twice: once is enough|thermal --gpu 0 --gpu 1
 \`--duration' given twice|thermal --record $work/dup.csv --duration 1 --duration 2
 \`--count' given twice|events --count 1 --count 2
@@ -276,8 +284,36 @@ done <<EOF2
 --quick and --gpu-ids exclude each other|doctor --gpu-ids 1af4:1110 --quick
 --importer only applies to --probe|libcuda verify --importer 0000:41:00.0
 --out and --lib exclude each other|libcuda env --out /nonexistent --lib /nonexistent
+\`--dev' given twice: once is enough|rdma --loopback --dev mlx5_0 --dev mlx5_1
+\`--sizes' given twice|rdma --loopback --sizes 4K --sizes 8K
+\`--mem' given twice|rdma --loopback --mem host --mem cuda-dmabuf
+\`--gpu' given twice|dmabuf probe --gpu 0 --gpu 1
+\`--importer' given twice|dmabuf probe --fd 3 --importer 0000:41:00.0 --importer 0000:42:00.0
+\`--fd' given twice: once is enough|dmabuf probe --importer 0000:41:00.0 --fd 3 --fd 4
+\`--source' given twice|dmabuf probe --gpu 0 --source udmabuf --source cuda
+--source and --fd exclude each other|dmabuf probe --importer 0000:41:00.0 --fd 3 --source udmabuf
+\`--expect' given twice: once is enough|nccl-check --expect p2p --expect gdr $nlog
+\`sample-hz' given twice: once is enough|set 0 sample-hz 50 sample-hz 60
+\`mem-hz' given twice|set 0 mem-hz 2 mem-hz 2
 EOF2
-[[ -z $bad ]] && t_pass cli-option-twice-or-ignored || t_fail cli-option-twice-or-ignored "$bad"
+# --opt=value is refused alike by every subcommand, in the same words,
+# with the two words to write (admin review, small items b)
+eq="write the option and its value as two words"
+usage_table cli-option-equals-form <<EOF2
+Invalid argument: \`--frob=1': $eq, \`--frob 1'|status --frob=1
+Invalid argument: \`--gpu=0': $eq, \`--gpu 0'|thermal --gpu=0
+Invalid argument: \`--count=1': $eq, \`--count 1'|events --count=1
+Unknown setting: \`sample-hz=50': write the setting and its value as two words, \`sample-hz 50'|set 0 sample-hz=50
+Invalid argument: \`--pci-dump=$dup': $eq, \`--pci-dump $dup'|topo --pci-dump=$dup
+Invalid argument: \`--size=4M': $eq, \`--size 4M'|p2p --size=4M
+Invalid argument: \`--expect=p2p': $eq, \`--expect p2p'|nccl-check --expect=p2p $nlog
+Invalid argument: \`--sizes=4K': $eq, \`--sizes 4K'|rdma --loopback --sizes=4K
+Invalid argument: \`--expect-gpus=8': $eq, \`--expect-gpus 8'|doctor --expect-gpus=8
+Invalid argument: \`--threshold=50': $eq, \`--threshold 50'|idle-fix --threshold=50
+Invalid argument: \`--lib=/x': $eq, \`--lib /x'|libcuda status --lib=/x
+Invalid argument: \`--gpu=0': $eq, \`--gpu 0'|dmabuf probe --gpu=0
+Invalid argument: \`--frob'|rdma --loopback --frob
+EOF2
 # the repeatable one still repeats
 "$bin" doctor --quick --brief --limit hotspot:90 --limit mem:95 >/dev/null 2>"$work/err"
 r=$?

@@ -62,7 +62,7 @@ fi
 
 expect rdma-no-mode 2 "Choose exactly one of --loopback, --server or --client HOST"
 expect rdma-two-modes 2 "Choose exactly one" --loopback --server
-expect rdma-missing-peer 2 "Option needs a value: \`--client'" --client
+expect rdma-missing-peer 2 "Missing value for \`--client'" --client
 expect rdma-bad-size-zero 2 "Sizes are a comma-separated list" --loopback --sizes 0
 expect rdma-bad-size-suffix 2 "Sizes are a comma-separated list" --loopback --sizes 4X
 expect rdma-bad-size-empty 2 "Sizes are a comma-separated list" --loopback --sizes ,
@@ -80,7 +80,7 @@ expect rdma-bad-op 2 "Operation is write, read or both: \`copy'" --loopback --op
 expect rdma-wait-not-server 2 "--wait is for --server" --loopback --wait 5
 expect rdma-sizes-overflow 2 "Sizes are a comma-separated list" --loopback --sizes 17179869185G
 expect rdma-buffer-overflow 2 "Buffer size is not" --loopback --buffer 17179869185G
-expect rdma-unknown-option 2 "Unknown option: \`--fast'" --loopback --fast
+expect rdma-unknown-option 2 "Invalid argument: \`--fast'" --loopback --fast
 # a --cuda-lib named that is not there or not a library is a bad argument (2), about the path
 expect rdma-cuda-lib-missing 2 "Unable to load $work/none.so.*check the path given" \
 	--loopback --mem cuda-dmabuf --cuda-lib "$work/none.so" --sizes 4K --iters 1

@@ -27,4 +27,21 @@ bool nvs_arg_twice(struct nvs_args_seen *s, const char *sub, const char *opt);
 /* Whether opt was noted by nvs_arg_twice() (given on this command line). */
 bool nvs_arg_given(const struct nvs_args_seen *s, const char *opt);
 
+/*
+ * An argument the subcommand does not take: "Invalid argument: `ARG'"
+ * through out_usage(), the same words in every subcommand. `--opt=value'
+ * is refused alike everywhere (an option's value is the next word, as
+ * nvsidecar(8) writes them), with the two words to write instead.
+ * Returns NVS_EX_USAGE.
+ */
+int nvs_arg_invalid(const char *sub, const char *arg);
+
+/*
+ * The index of the first word from argv[from] on that is not `--json', or
+ * argc: the action of a subcommand with actions (`dmabuf --json probe',
+ * `libcuda --json status', or what the dispatcher makes of
+ * `nvsidecar --json libcuda status'). JSON mode is set already.
+ */
+int nvs_arg_action(int argc, const char *argv[], int from);
+
 #endif

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "cli/gpu.h"
 #include "cli/out.h"
 #include "cli/row_dmabuf.h"
@@ -190,6 +191,7 @@ static void show(const struct opts *o, const struct origin *org, const struct nv
 static int parse_args(int argc, const char *argv[], struct opts *o)
 {
 	const char *u = "dmabuf probe";
+	struct nvs_args_seen seen = { 0 };
 	uint64_t v64;
 	int i;
 
@@ -214,9 +216,11 @@ static int parse_args(int argc, const char *argv[], struct opts *o)
 		}
 		if (strcmp(a, "--gpu") && strcmp(a, "--source") && strcmp(a, "--fd") &&
 		    strcmp(a, "--importer") && strcmp(a, "--size") && strcmp(a, "--lib"))
-			return out_usage(u, "Invalid argument: `%s'", a);
+			return nvs_arg_invalid(u, a);
 		if (!v)
 			return out_usage(u, "Missing value for `%s'", a);
+		if (nvs_arg_twice(&seen, u, a))
+			return NVS_EX_USAGE;
 		++i;
 		if (!strcmp(a, "--gpu")) {
 			/* checked before the module is asked: a typo is an argument error */
@@ -244,15 +248,16 @@ static int parse_args(int argc, const char *argv[], struct opts *o)
 				return out_usage(u, "Invalid size: `%s' (bytes with an optional K, M or G suffix, a non-zero multiple of %ld)",
 						 v, page);
 		} else if (!strcmp(a, "--fd")) {
+			/* each once (nvs_arg_twice above); here the other one was given */
 			if (o->source != SRC_NONE)
-				return out_usage(u, "Give either --source or --fd");
+				return out_usage(u, "--source and --fd exclude each other: probe a buffer made by --source, or the fd given");
 			if (nvs_parse_u64(v, 0, INT_MAX, &v64))
 				return out_usage(u, "Invalid file descriptor: `%s'", v);
 			o->fd = (int)v64;
 			o->source = SRC_FD;
 		} else {
 			if (o->source != SRC_NONE)
-				return out_usage(u, "Give --source or --fd once");
+				return out_usage(u, "--source and --fd exclude each other: probe a buffer made by --source, or the fd given");
 			if (!strcmp(v, "cuda"))
 				o->source = SRC_CUDA;
 			else if (!strcmp(v, "udmabuf"))
@@ -349,15 +354,8 @@ cleanup:
 
 int dmabuf_main(int argc, const char *argv[])
 {
-	int a = 1;
+	int a = nvs_arg_action(argc, argv, 1);
 
-	/*
-	 * --json before the action (`dmabuf --json probe', or what the
-	 * dispatcher makes of `nvsidecar --json dmabuf'): JSON mode is set
-	 * already, the action is the first other word.
-	 */
-	while (a < argc && !strcmp(argv[a], "--json"))
-		++a;
 	if (a < argc && !strcmp(argv[a], "probe")) {
 		argv[a - 1] = argv[0];
 		return probe_main(argc - (a - 1), argv + (a - 1));

@@ -268,7 +268,7 @@ int doctor_main(int argc, const char *argv[])
 			}
 		} else {
 			free(o);
-			return out_usage(argv[0], "Invalid argument: `%s'", a);
+			return nvs_arg_invalid(argv[0], a);
 		}
 	}
 	if (brief && out_json()) {

@@ -159,7 +159,7 @@ static int parse(int argc, const char *argv[], struct opts *o, const char *sub)
 				return out_usage(usub, "Invalid size (1 byte to 1T, with an optional K, M or G suffix): `%s'",
 						 argv[i]);
 		} else {
-			return out_usage(usub, "Invalid argument: `%s'", a);
+			return nvs_arg_invalid(usub, a);
 		}
 	}
 	if (out_json() && o->dump)
@@ -828,15 +828,8 @@ int libcuda_main(int argc, const char *argv[])
 		{ "restore", cmd_restore }, { "env", cmd_env },
 	};
 	struct opts o;
-	int r, a = 1;
+	int r, a = nvs_arg_action(argc, argv, 1);
 
-	/*
-	 * --json before the action (`libcuda --json status', or what the
-	 * dispatcher makes of `nvsidecar --json libcuda'): JSON mode is set
-	 * already, the action is the first other word.
-	 */
-	while (a < argc && !strcmp(argv[a], "--json"))
-		++a;
 	if (a >= argc)
 		return out_usage("libcuda", "Missing action: status, patch, verify, restore or env");
 	if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h") || !strcmp(argv[a], "help")) {

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "check/nccl.h"
+#include "cli/args.h"
 #include "cli/out.h"
 #include "cmd/subcommands.h"
 #include "lib/exit.h"
@@ -328,6 +329,7 @@ int nccl_check_main(int argc, const char *argv[])
 	struct expect e[EXP__COUNT] = { 0 };
 	const char **files = calloc(argc > 0 ? (size_t)argc : 1, sizeof(*files));
 	struct nvs_nccl_log log;
+	struct nvs_args_seen seen = { 0 };
 	bool all_ok = true, opts = true;
 	char err[512];
 	int nfiles = 0, ret = NVS_EX_USAGE;
@@ -351,13 +353,16 @@ int nccl_check_main(int argc, const char *argv[])
 				ret = out_usage(argv[0], "Missing value for `--expect'");
 				goto cleanup;
 			}
+			/* once, as every option: the checks are one comma-separated LIST */
+			if (nvs_arg_twice(&seen, argv[0], a))
+				goto cleanup;
 			if (parse_expect(argv[++i], e)) {
 				ret = out_usage(argv[0], "Invalid --expect (use p2p, direct, gdr, dmabuf, comma separated): `%s'",
 						argv[i]);
 				goto cleanup;
 			}
 		} else if (opts && a[0] == '-' && a[1]) {
-			ret = out_usage(argv[0], "Invalid argument: `%s'", a);
+			ret = nvs_arg_invalid(argv[0], a);
 			goto cleanup;
 		} else {
 			files[nfiles++] = a;

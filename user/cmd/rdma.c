@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check/rdma.h"
+#include "cli/args.h"
 #include "cli/out.h"
 #include "cmd/subcommands.h"
 #include "lib/exit.h"
@@ -204,7 +205,7 @@ static bool takes_value(const char *a)
 static int parse(struct nvs_rdma_opts *o, int argc, const char *argv[])
 {
 	bool peer_mem_set = false, wait_set = false;
-
+	struct nvs_args_seen seen = { 0 };
 	int modes = 0;
 
 	*o = (struct nvs_rdma_opts){ .iters = 200, .timeout_s = 10, .wait_s = 120, .port = "18515",
@@ -230,9 +231,11 @@ static int parse(struct nvs_rdma_opts *o, int argc, const char *argv[])
 			takes = false;
 			out_set_json(true);
 		} else if (!takes_value(a)) {
-			return out_usage(argv[0], "Unknown option: `%s'", a);
+			return nvs_arg_invalid(argv[0], a);
 		} else if (!v) {
-			return out_usage(argv[0], "Option needs a value: `%s'", a);
+			return out_usage(argv[0], "Missing value for `%s'", a);
+		} else if (nvs_arg_twice(&seen, argv[0], a)) {
+			return NVS_EX_USAGE;
 		} else if (!strcmp(a, "--client")) {
 			o->client = v;
 			modes++;
@@ -287,7 +290,7 @@ static int parse(struct nvs_rdma_opts *o, int argc, const char *argv[])
 			if (!o->do_write && !o->do_read)
 				return out_usage(argv[0], "Operation is write, read or both: `%s'", v);
 		} else {
-			return out_usage(argv[0], "Unknown option: `%s'", a);
+			return nvs_arg_invalid(argv[0], a);
 		}
 		if (takes)
 			i++;

@@ -4,13 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/gpu.h"
 #include "cli/out.h"
 #include "cmd/subcommands.h"
 #include "lib/exit.h"
 #include "lib/parse.h"
 #include "libnvsidecar.h"
-
 
 static void show_usage(FILE *f, const char *name)
 {
@@ -35,10 +35,26 @@ static void show_usage(FILE *f, const char *name)
 		NVS_SAMPLE_HZ_MAX, NVS_MEM_HZ_MAX, NVS_THRESH_MIN_MC / 1000, NVS_THRESH_MAX_MC / 1000);
 }
 
-/* Every argument is checked before the kernel is asked anything. */
-static int parse_args(int argc, const char *argv[], struct nvs_set_req *req,
-		      struct nvs_set_ext *ext, char *msg, size_t msglen)
+/* `sample-hz=50': the value is the next word, as for an option */
+static int unknown_setting(const char *name, const char *a)
 {
+	const char *eq = strchr(a, '=');
+
+	if (eq && eq > a)
+		return out_usage(name, "Unknown setting: `%s': write the setting and its value as two words, `%.*s %s'",
+				 a, (int)(eq - a), a, eq + 1);
+	return out_usage(name, "Unknown setting: `%s'", a);
+}
+
+/*
+ * Every argument is checked before the kernel is asked anything. Returns 0,
+ * or NVS_EX_USAGE with the message said.
+ */
+static int parse_args(int argc, const char *argv[], struct nvs_set_req *req, struct nvs_set_ext *ext)
+{
+	struct nvs_args_seen seen = { 0 };
+	const char *name = argv[0];
+
 	memset(req, 0, sizeof(*req));
 	memset(ext, 0, sizeof(*ext));
 	/* The dispatcher has seen --json already (out_set_json). */
@@ -49,64 +65,48 @@ static int parse_args(int argc, const char *argv[], struct nvs_set_req *req,
 			i--;
 		}
 	}
-	if (argc < 3) {
-		snprintf(msg, msglen, argc < 2 ? "Missing the GPU" : "Nothing to change");
-		return -1;
-	}
-	if (!nvs_gpu_spec_ok(argv[1])) {
-		snprintf(msg, msglen, "Invalid GPU (gpuN, N or a PCI bus id such as 0000:01:00.0): `%s'", argv[1]);
-		return -1;
-	}
+	if (argc < 3)
+		return out_usage(name, argc < 2 ? "Missing the GPU" : "Nothing to change");
+	if (!nvs_gpu_spec_ok(argv[1]))
+		return out_usage(name, "Invalid GPU (gpuN, N or a PCI bus id such as 0000:01:00.0): `%s'", argv[1]);
 	for (int i = 2; i < argc; ++i) {
-		if (!strcmp(argv[i], "sample-hz") && i + 1 < argc) {
-			if (req->set_sample_hz) {
-				snprintf(msg, msglen, "sample-hz given twice");
-				return -1;
-			}
-			if (nvs_parse_u32(argv[++i], 0, NVS_SAMPLE_HZ_MAX, &req->sample_hz) < 0) {
-				snprintf(msg, msglen, "Invalid sample rate (0 to %u): `%s'",
-					NVS_SAMPLE_HZ_MAX, argv[i]);
-				return -1;
-			}
+		const char *a = argv[i];
+
+		if ((!strcmp(a, "sample-hz") || !strcmp(a, "mem-hz")) && i + 1 < argc &&
+		    nvs_arg_twice(&seen, name, a)) {
+			return NVS_EX_USAGE;
+		} else if (!strcmp(a, "sample-hz") && i + 1 < argc) {
+			if (nvs_parse_u32(argv[++i], 0, NVS_SAMPLE_HZ_MAX, &req->sample_hz) < 0)
+				return out_usage(name, "Invalid sample rate (0 to %u): `%s'", NVS_SAMPLE_HZ_MAX, argv[i]);
 			req->set_sample_hz = true;
-		} else if (!strcmp(argv[i], "mem-hz") && i + 1 < argc) {
-			if (ext->set_mem_hz) {
-				snprintf(msg, msglen, "mem-hz given twice");
-				return -1;
-			}
-			if (nvs_parse_u32(argv[++i], 1, NVS_MEM_HZ_MAX, &ext->mem_hz) < 0) {
-				snprintf(msg, msglen, "Invalid memory-sensor rate (1 to %u): `%s'",
-					 NVS_MEM_HZ_MAX, argv[i]);
-				return -1;
-			}
+		} else if (!strcmp(a, "mem-hz") && i + 1 < argc) {
+			if (nvs_parse_u32(argv[++i], 1, NVS_MEM_HZ_MAX, &ext->mem_hz) < 0)
+				return out_usage(name, "Invalid memory-sensor rate (1 to %u): `%s'", NVS_MEM_HZ_MAX, argv[i]);
 			ext->set_mem_hz = true;
-		} else if (!strcmp(argv[i], "threshold") && i + 2 < argc) {
+		} else if (!strcmp(a, "threshold") && i + 2 < argc) {
 			const char *sensor = argv[++i], *val = argv[++i];
 
-			if (req->thresh_sensor) {
-				snprintf(msg, msglen, "Only one threshold per command");
-				return -1;
-			}
-			if (!*sensor || strlen(sensor) >= NVS_LABEL_LEN) {
-				snprintf(msg, msglen, "Invalid sensor label: `%s'", sensor);
-				return -1;
-			}
+			if (req->thresh_sensor)
+				return out_usage(name, "Only one threshold per command: run `%s set' once per sensor",
+						 PROG_NAME);
+			if (!*sensor || strlen(sensor) >= NVS_LABEL_LEN)
+				return out_usage(name, "Invalid sensor label: `%s'", sensor);
 			req->thresh_sensor = sensor;
 			if (!strcmp(val, "clear")) {
 				req->thresh_clear = true;
 			} else if (nvs_parse_celsius(val, NVS_THRESH_MIN_MC, NVS_THRESH_MAX_MC,
 						     &req->thresh_mc) < 0) {
-				snprintf(msg, msglen, "Invalid threshold (%d to %d °C, or `clear'): `%s'",
-					NVS_THRESH_MIN_MC / 1000, NVS_THRESH_MAX_MC / 1000, val);
-				return -1;
+				return out_usage(name, "Invalid threshold (%d to %d °C, or `clear'): `%s'",
+						 NVS_THRESH_MIN_MC / 1000, NVS_THRESH_MAX_MC / 1000, val);
 			}
-		} else if (!strcmp(argv[i], "reset-peaks")) {
+		} else if (!strcmp(a, "reset-peaks")) {
 			req->reset_peaks = true;
+		} else if (!strcmp(a, "sample-hz") || !strcmp(a, "mem-hz") || !strcmp(a, "threshold")) {
+			return out_usage(name, "Missing value for `%s'", a);
+		} else if (!strncmp(a, "--", 2)) {
+			return nvs_arg_invalid(name, a);
 		} else {
-			snprintf(msg, msglen, !strcmp(argv[i], "sample-hz") || !strcmp(argv[i], "mem-hz") ||
-				 !strcmp(argv[i], "threshold") ?
-				 "Missing value for `%s'" : "Unknown setting: `%s'", argv[i]);
-			return -1;
+			return unknown_setting(name, a);
 		}
 	}
 	return 0;
@@ -140,7 +140,6 @@ int set_main(int argc, const char *argv[])
 	struct nvs_set_req req;
 	struct nvs_set_ext ext;
 	struct nvs_cli c = { 0 };
-	char msg[256];
 	int ret;
 
 	/* --help anywhere (`set --json --help', `set 0 --help'): no value of set is `--help' */
@@ -149,8 +148,9 @@ int set_main(int argc, const char *argv[])
 			show_usage(stdout, argv[0]);
 			return NVS_EX_OK;
 		}
-	if (parse_args(argc, argv, &req, &ext, msg, sizeof(msg)) < 0)
-		return out_usage(argv[0], "%s", msg);
+	ret = parse_args(argc, argv, &req, &ext);
+	if (ret)
+		return ret;
 	ret = nvs_cli_open(&c, false, argv[1]);
 	if (ret)
 		goto cleanup;

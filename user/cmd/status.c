@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli/gpu.h"
+#include "cli/args.h"
 #include "cli/out.h"
 #include "cmd/subcommands.h"
 #include "lib/exit.h"
@@ -126,7 +127,7 @@ int status_main(int argc, const char *argv[])
 		} else if (!strcmp(argv[i], "--json")) {
 			out_set_json(true);
 		} else {
-			return out_usage(argv[0], "Unknown argument: `%s'", argv[i]);
+			return nvs_arg_invalid(argv[0], argv[i]);
 		}
 	}
 	ret = nvs_cli_open(&c, true, NULL);
