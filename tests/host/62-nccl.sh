@@ -197,6 +197,29 @@ run nccl-check "$work/fifo"
 check nccl-fifo-writer-first 0 'assert "named FIFO" not in err, err'
 kill "$cpid" 2>/dev/null	# a writer still waiting for a reader
 wait "$cpid" 2>/dev/null
+# a writer that was there but wrote nothing is not "no writer" (admin review
+# A5): the note says what happened. The writer opens it read-write (which
+# does not wait) before nccl-check starts, and closes it after.
+rm -f "$work/fifo" "$work/opened"
+mkfifo "$work/fifo"
+(exec 3<>"$work/fifo"; : >"$work/opened"; sleep 0.5) &
+cpid=$!
+for _ in $(seq 50); do [[ -e $work/opened ]] && break; sleep 0.05; done
+run nccl-check "$work/fifo"
+wait "$cpid" 2>/dev/null
+check nccl-fifo-writer-empty 2 'assert "whose writer closed it without writing anything" in err and "had no writer" not in err, err'
+# the note is in the JSON document too, the error document included
+run nccl-check --json "$work/fifo"
+check nccl-fifo-note-json 2 '
+assert d["ok"] is False and d["exit"] == 2, d
+assert len(d["input_notes"]) == 1 and "had no writer when it was opened" in d["input_notes"][0], d'
+run nccl-check --json "$work/fifo" "$nccl/nccl-2.21-single-process.log"
+check nccl-fifo-note-json-ok 0 '
+assert d["ok"] is True, d
+n = d["input_notes"]
+assert len(n) == 2 and "had no writer" in n[0] and n[1].startswith("No NCCL INFO or WARN lines in 0 line(s) of"), n'
+run nccl-check --json "$nccl/nccl-2.21-single-process.log"
+check nccl-no-input-notes 0 'assert d["input_notes"] == [], d'
 # <(...) is an anonymous pipe with its writer: no FIFO note
 run nccl-check <(cat "$nccl/nccl-2.21-single-process.log")
 check nccl-procsub-no-fifo-note 0 'assert "named FIFO" not in err, err'

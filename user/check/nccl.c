@@ -558,9 +558,11 @@ int nvs_nccl_read(struct nvs_nccl_log *log, const char *path, char *err, size_t 
 	int ret;
 	size_t nccl_before = log->nccl_lines, first_binary = 0;
 
+	log->no_writer = false;
 	ret = nvs_ifile_open(&in, path, NVS_NCCL_MAX_LINE, 0, err, errlen);
 	if (ret)
 		return ret;
+	log->no_writer = in.no_writer;
 	while ((ret = nvs_ifile_line(&in, &line, &n, &cut, err, errlen)) > 0) {
 		log->lines++;
 		if (memchr(line, 0, n)) {

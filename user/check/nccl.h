@@ -98,6 +98,7 @@ struct nvs_nccl_log {
 	int nnodes;		/* from "nNodes N" (2.21+); -1 not logged */
 	bool connected;		/* "Connected all rings" seen */
 	bool cut_line;		/* the input ended in the middle of a line */
+	bool no_writer;		/* the file read last was a FIFO with no writer: read as empty */
 	int all_direct_p2p;	/* "Check P2P Type isAllDirectP2p N"; -1 not logged */
 };
 

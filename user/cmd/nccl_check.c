@@ -4,6 +4,7 @@
  * DMA-BUF? The reading is check/nccl.c's; this file asks and shows.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,6 +284,52 @@ static void show(const struct nvs_nccl_log *log, const struct expect *e, const c
 }
 
 /*
+ * What the inputs themselves showed (a FIFO read as empty, a file with no
+ * NCCL line among several): said on stderr as it is found, and kept for
+ * the JSON document's "input_notes", since a script reads only that.
+ */
+struct notes {
+	char (*v)[1024];
+	size_t n, cap;
+};
+
+static void note(struct notes *ns, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct notes *ns, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	out_note("%s", buf);
+	if (ns->n < ns->cap)
+		memcpy(ns->v[ns->n++], buf, sizeof(buf));
+}
+
+static void show_input_notes(const struct notes *ns)
+{
+	out_arr(OUT_JSON, "input_notes");
+	for (size_t i = 0; i < ns->n; ++i)
+		out_str(OUT_JSON, NULL, NULL, ns->v[i]);
+	out_arr_end(OUT_JSON);
+}
+
+/*
+ * A failure after some input was read: with --json, the error document
+ * carries the notes too (out_fail() completes the document begun here).
+ */
+static int fail_noted(const struct notes *ns, int code, const char *msg)
+{
+	if (ns->n && out_json()) {
+		out_begin(true);
+		show_input_notes(ns);
+		out_end();
+	}
+	return out_fail(code, "%s", msg);
+}
+
+/*
  * A FIFO in the file system (lstat: <(...) is a /dev/fd symlink to an
  * anonymous pipe, whose writer is there from the start). The reader opens
  * it without waiting (lib/io.c), so one without a writer yet reads as empty.
@@ -330,13 +377,19 @@ int nccl_check_main(int argc, const char *argv[])
 	const char **files = calloc(argc > 0 ? (size_t)argc : 1, sizeof(*files));
 	struct nvs_nccl_log log;
 	struct nvs_args_seen seen = { 0 };
+	/* at most two per file: how a FIFO read, and no NCCL line in it */
+	struct notes ns = { .v = calloc(argc > 0 ? 2 * (size_t)argc : 1, sizeof(*ns.v)),
+			    .cap = argc > 0 ? 2 * (size_t)argc : 1 };
 	bool all_ok = true, opts = true;
-	char err[512];
+	char err[512], msg[1024];
 	int nfiles = 0, ret = NVS_EX_USAGE;
 
 	nvs_nccl_init(&log);
-	if (!files)
+	if (!files || !ns.v) {
+		free(files);
+		free(ns.v);
 		return out_fail(NVS_EX_FAIL, "Unable to allocate memory");
+	}
 	for (int i = 1; i < argc; ++i) {
 		const char *a = argv[i];
 
@@ -377,22 +430,27 @@ int nccl_check_main(int argc, const char *argv[])
 		int r = nvs_nccl_read(&log, files[i], err, sizeof(err));
 
 		if (r) {
-			ret = out_fail(r == -ENOMEM ? NVS_EX_FAIL : nvs_exit_for_path(-r) == NVS_EX_PERM ?
-				       NVS_EX_PERM : NVS_EX_USAGE, "%s", err);
+			ret = fail_noted(&ns, r == -ENOMEM ? NVS_EX_FAIL : nvs_exit_for_path(-r) == NVS_EX_PERM ?
+					 NVS_EX_PERM : NVS_EX_USAGE, err);
 			goto cleanup;
 		}
-		if (log.lines == lines && named_fifo(files[i]))
-			out_note("`%s' is a named FIFO that had no writer when it was opened: nccl-check does not wait for one (a log that never comes would hang it); start the writer first, or pipe the log in: WRITER | %s nccl-check -",
-				 files[i], PROG_NAME);
+		/* say only what is known: no writer, or a writer that wrote nothing */
+		if (log.lines == lines && named_fifo(files[i]) && log.no_writer)
+			note(&ns, "`%s' is a named FIFO that had no writer when it was opened: nccl-check does not wait for one (a log that never comes would hang it); start the writer first, or pipe the log in: WRITER | %s nccl-check -",
+			     files[i], PROG_NAME);
+		else if (log.lines == lines && named_fifo(files[i]))
+			note(&ns, "`%s' is a named FIFO whose writer closed it without writing anything: the log is empty; check that the program writing it has output (run with NCCL_DEBUG=INFO)",
+			     files[i]);
 		if (log.nccl_lines == before && nfiles > 1)
-			out_note("No NCCL INFO or WARN lines in %zu line(s) of `%s'", log.lines - lines,
-				 strcmp(files[i], "-") ? files[i] : "standard input");
+			note(&ns, "No NCCL INFO or WARN lines in %zu line(s) of `%s'", log.lines - lines,
+			     strcmp(files[i], "-") ? files[i] : "standard input");
 	}
 	if (!log.nccl_lines) {
-		ret = out_fail(NVS_EX_USAGE,
-			       "No NCCL INFO or WARN lines in %zu line(s) of %s%s%s: run the job with NCCL_DEBUG=INFO and pass its output",
-			       log.lines, nfiles > 1 ? "input" : "`", nfiles > 1 ? "" :
-			       strcmp(files[0], "-") ? files[0] : "standard input", nfiles > 1 ? "" : "'");
+		snprintf(msg, sizeof(msg),
+			 "No NCCL INFO or WARN lines in %zu line(s) of %s%s%s: run the job with NCCL_DEBUG=INFO and pass its output",
+			 log.lines, nfiles > 1 ? "input" : "`", nfiles > 1 ? "" :
+			 strcmp(files[0], "-") ? files[0] : "standard input", nfiles > 1 ? "" : "'");
+		ret = fail_noted(&ns, NVS_EX_USAGE, msg);
 		goto cleanup;
 	}
 	nvs_nccl_sort(&log);
@@ -415,9 +473,11 @@ int nccl_check_main(int argc, const char *argv[])
 	out_bool(OUT_JSON, "ok", NULL, all_ok);
 	out_int(OUT_JSON, "exit", NULL, ret);
 	show(&log, e, files, nfiles);
+	show_input_notes(&ns);
 	if (out_end() < 0)
 		ret = NVS_EX_FAIL;
 cleanup:
+	free(ns.v);
 	free(files);
 	nvs_nccl_free(&log);
 	return ret;

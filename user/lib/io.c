@@ -303,6 +303,8 @@ void nvs_clean_stale_temps(const char *dir)
 	closedir(d);
 }
 
+static int fill(struct nvs_ifile *in, char *err, size_t errlen);
+
 int nvs_ifile_open(struct nvs_ifile *in, const char *path, size_t max_line, uint64_t max_total,
 		   char *err, size_t errlen)
 {
@@ -338,6 +340,23 @@ int nvs_ifile_open(struct nvs_ifile *in, const char *path, size_t max_line, uint
 		nvs_ifile_close(in);
 		return fail(err, errlen, S_ISDIR(st.st_mode) ? EISDIR : EINVAL,
 			    "`%s' is %s: pass a file, a pipe, or - for standard input", path, kind);
+	}
+	in->fifo = S_ISFIFO(st.st_mode);
+	if (in->own && in->fifo) {
+		/*
+		 * Still O_NONBLOCK: a read of a FIFO that no writer holds is
+		 * the end (0), one whose writer has not written yet is EAGAIN,
+		 * else data, kept for the first line. So a note can say which.
+		 */
+		int ret = fill(in, err, errlen);
+
+		if (ret && ret != -EAGAIN) {
+			nvs_ifile_close(in);
+			return ret;
+		}
+		in->no_writer = !ret && in->eof && !in->end;
+		if (errlen)
+			err[0] = 0;
 	}
 	/* Reads block again; a FIFO without a writer reads as empty. */
 	flags = fcntl(in->fd, F_GETFL);

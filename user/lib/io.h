@@ -76,12 +76,16 @@ struct nvs_ifile {
 	uint64_t max_total, total;
 	size_t lineno;
 	bool eof;
+	bool fifo;		/* a FIFO (named, or a pipe behind a /dev/fd link) */
+	bool no_writer;		/* a FIFO with no writer when opened: it reads as empty */
 };
 
 /*
  * Opens path ("-": standard input) for one reading pass with lines of at
  * most max_line bytes and at most max_total bytes in all (0: no limit on
- * the total). Returns 0, or -errno with err.
+ * the total). A FIFO with no writer is not waited for: it ends at once,
+ * with no_writer set (one whose writer is there but has not written yet is
+ * read as usual). Returns 0, or -errno with err.
  */
 int nvs_ifile_open(struct nvs_ifile *in, const char *path, size_t max_line, uint64_t max_total,
 		   char *err, size_t errlen);
