@@ -516,19 +516,11 @@ static bool printable(const char *s, size_t n)
 	return true;
 }
 
-/* Why path is not a table, by what stat() says it is; 0 for a regular file. */
+/* Why path is not a table, by what stat() says it is (lib/io's one rule); 0 for a regular file. */
 static int not_regular(const struct stat *st, const char *path, char *why, size_t len)
 {
-	if (S_ISREG(st->st_mode))
-		return 0;
-	if (S_ISDIR(st->st_mode)) {
-		snprintf(why, len, "`%s' is a directory, not the table file", path);
-		return -EISDIR;
-	}
-	snprintf(why, len, "`%s' is not a regular file (%s)", path,
-		 S_ISFIFO(st->st_mode) ? "a FIFO" : S_ISCHR(st->st_mode) ? "a character device" :
-		 S_ISBLK(st->st_mode) ? "a block device" : S_ISSOCK(st->st_mode) ? "a socket" : "not a file");
-	return -EINVAL;
+	return nvs_input_type(path, st->st_mode, false,
+			      "the known-issues table is a regular file (NVSIDECAR_DATADIR names its directory)", why, len);
 }
 
 int nvs_ki_load(struct nvs_ki_table *t, const char *path)

@@ -303,6 +303,18 @@ void nvs_clean_stale_temps(const char *dir)
 	closedir(d);
 }
 
+int nvs_input_type(const char *path, mode_t mode, bool fifo_ok, const char *hint, char *err, size_t errlen)
+{
+	if (S_ISREG(mode) || (fifo_ok && S_ISFIFO(mode)))
+		return 0;
+	if (S_ISDIR(mode)) {
+		snprintf(err, errlen, "`%s' is a directory: %s", path, hint);
+		return -EISDIR;
+	}
+	snprintf(err, errlen, "`%s' is not a regular file (%s): %s", path, kind_of(mode), hint);
+	return -EINVAL;
+}
+
 static int fill(struct nvs_ifile *in, char *err, size_t errlen);
 
 int nvs_ifile_open(struct nvs_ifile *in, const char *path, size_t max_line, uint64_t max_total,
@@ -334,12 +346,15 @@ int nvs_ifile_open(struct nvs_ifile *in, const char *path, size_t max_line, uint
 		nvs_ifile_close(in);
 		return fail(err, errlen, e, "Unable to read `%s': %s", path, strerror(e));
 	}
-	if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && (in->own || S_ISDIR(st.st_mode))) {
-		const char *kind = kind_of(st.st_mode);
+	/* standard input may be a terminal or /dev/null, never a directory */
+	if (in->own || S_ISDIR(st.st_mode)) {
+		int ret = nvs_input_type(path, st.st_mode, true, "pass a file, a pipe, or - for standard input",
+					 err, errlen);
 
-		nvs_ifile_close(in);
-		return fail(err, errlen, S_ISDIR(st.st_mode) ? EISDIR : EINVAL,
-			    "`%s' is %s: pass a file, a pipe, or - for standard input", path, kind);
+		if (ret) {
+			nvs_ifile_close(in);
+			return ret;
+		}
 	}
 	in->fifo = S_ISFIFO(st.st_mode);
 	if (in->own && in->fifo) {

@@ -66,6 +66,15 @@ int nvs_fsync_dir(const char *dir);
  */
 int nvs_dlopen_path_ok(const char *path, const char *what, char *err, size_t errlen);
 
+/*
+ * The one rule for what an input may be, by the mode stat() gave for
+ * path: a regular file, or also a FIFO (a pipe) with fifo_ok. 0, or
+ * -EISDIR for a directory and -EINVAL for anything else (a device, a
+ * socket), with "`PATH' is a directory: HINT" or "`PATH' is not a regular
+ * file (a FIFO): HINT" in err. nvs_ifile_open() applies it (fifo_ok).
+ */
+int nvs_input_type(const char *path, mode_t mode, bool fifo_ok, const char *hint, char *err, size_t errlen);
+
 struct nvs_ifile {
 	int fd;
 	bool own;		/* close fd at the end (not standard input) */
