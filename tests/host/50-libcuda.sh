@@ -252,11 +252,26 @@ rc=$?
 [[ $rc == 0 && -f $NVS_LIBCUDA_STATE/backup-$orig.so ]] && grep -q '^Kept the backup' "$work/out" &&
 	t_pass libcuda-restore-keeps-shared-backup ||
 	t_fail libcuda-restore-keeps-shared-backup "rc $rc: $(cat "$work/out" "$work/err")"
+# ...and says which record keeps it, and what to run to have it go (admin review, small items c)
+l2=$work/inplace2/libcuda.so.590.48.01
+grep -q "the in-place record $NVS_LIBCUDA_STATE/inplace-[^ ]*\.manifest still names it, for $l2 (the same original)" "$work/out" &&
+	grep -qF "restore --lib $l2'" "$work/out" && t_pass libcuda-restore-kept-says-which ||
+	t_fail libcuda-restore-kept-says-which "$(tr '\n' ' ' <"$work/out")"
 js=$("$bin" libcuda restore --json --lib "$work/inplace2/libcuda.so.590.48.01" 2>"$work/err")
 rc=$?
 [[ $rc == 0 && ! -e $NVS_LIBCUDA_STATE/backup-$orig.so && $(jfield backup_removed <<<"$js") == True &&
+   $(jfield backup_kept_by <<<"$js") == None &&
    $(sha "$work/inplace2/libcuda.so.590.48.01") == "$orig" ]] && t_pass libcuda-restore-last-removes-backup ||
 	t_fail libcuda-restore-last-removes-backup "rc $rc: $js $(cat "$work/err") $(ls -A "$NVS_LIBCUDA_STATE")"
+# the --help of verify and restore says what they do now (admin review,
+# small items d): a non-dma-buf export fails; restore removes its backup,
+# or keeps one that is shared
+h=$("$bin" libcuda verify --help)
+grep -q 'passes only when the fd is a dma-buf' <<<"$h" && grep -q 'fails, exit 1' <<<"$h" &&
+	t_pass libcuda-verify-help || t_fail libcuda-verify-help "$h"
+h=$("$bin" libcuda restore --help | tr '\n' ' ')
+grep -q 'removes the backup and its record' <<<"$h" && grep -q 'still names (a second library with the same original) is kept' <<<"$h" &&
+	t_pass libcuda-restore-help || t_fail libcuda-restore-help "$h"
 # restore is idempotent (T3-16): a second one finds the original, says so, exits 0, changes nothing
 "$bin" libcuda restore --lib "$ip/libcuda.so.590.48.01" >"$work/out" 2>"$work/err"
 rc=$?

@@ -50,12 +50,12 @@ static const char *exit_codes =
 	"Exit codes (nvsidecar(8) has the table): 0 done, or nothing to do (patch of\n"
 	"a library whose gate is already open, restore of one that is not patched);\n"
 	"1 failed (I/O error, a patched library with no backup to restore, verify's\n"
-	"child timed out); 2 invalid arguments, an input that is not a usable\n"
-	"libcuda (a special file, over 256 MiB, no cu* driver API), or a refused\n"
-	"layout (unsupported-layout: no provable patch, or a written image that\n"
-	"does not read back patched; the reason is printed); 3 no libcuda or no\n"
-	"CUDA driver or device; 4 permission denied; 6 (verify) the gate is\n"
-	"closed; 9 a patched copy is stale.\n";
+	"child timed out, or its export is not a dma-buf); 2 invalid arguments, an\n"
+	"input that is not a usable libcuda (a special file, over 256 MiB, no cu*\n"
+	"driver API), or a refused layout (unsupported-layout: no provable patch,\n"
+	"or a written image that does not read back patched; the reason is\n"
+	"printed); 3 no libcuda or no CUDA driver or device; 4 permission denied;\n"
+	"6 (verify) the gate is closed; 9 a patched copy is stale.\n";
 
 static void usage(FILE *f, const char *sub)
 {
@@ -92,6 +92,10 @@ static void usage(FILE *f, const char *sub)
 			   "Loads the library in a child process, reads attributes 103, 110, 116, 117,\n"
 			   "118, 124 and 146, allocates device memory and exports it as a dma-buf\n"
 			   "(cuMemGetHandleForAddressRange, flags 0), and reports the fd and its size.\n"
+			   "The export passes only when the fd is a dma-buf: one that is some other\n"
+			   "file (which no RDMA driver can import) fails, exit 1; a refused export is\n"
+			   "the closed gate, exit 6. A --lib that is a patched copy must be current\n"
+			   "(exit 9 when stale).\n"
 			   "--size takes bytes with an optional K, M or G suffix (default 2M).\n"
 			   "--probe hands the fd to the kernel module's dma-buf probe (needs root and\n"
 			   "the nvsidecar module), attached on --importer (default: the GPU itself).\n\n%s",
@@ -99,7 +103,11 @@ static void usage(FILE *f, const char *sub)
 	} else if (!strcmp(sub, "restore")) {
 		fprintf(f, "Usage: %s libcuda restore [--lib PATH] [--state-dir DIR] [--json]\n\n"
 			   "Undoes `patch --in-place': puts the backup back after checking that the\n"
-			   "library is still the patched file and the backup is the original.\n\n%s",
+			   "library is still the patched file and the backup is the original, then\n"
+			   "removes the backup and its record. A backup that another in-place record\n"
+			   "still names (a second library with the same original) is kept, and restore\n"
+			   "names that record and the library to restore next. Nothing recorded and\n"
+			   "nothing patched is nothing to do (exit 0).\n\n%s",
 			PROG_NAME, exit_codes);
 	} else if (!strcmp(sub, "env")) {
 		fprintf(f, "Usage: %s libcuda env (--out DIR | --lib PATH) [--json]\n\n"
@@ -550,11 +558,23 @@ static int cmd_restore(const struct opts *o)
 	out_str(OUT_ANY, "backup", " from %s", res.backup);
 	out_str(OUT_ANY, "sha256", " (sha256 %s)\n", res.sha256);
 	out_bool(OUT_JSON, "backup_removed", NULL, res.backup_removed);
-	if (res.backup_removed)
+	out_str(OUT_JSON, "backup_kept_by", NULL, res.kept_by[0] ? res.kept_by : NULL);
+	out_str(OUT_JSON, "backup_kept_for", NULL, res.kept_by[0] ? res.kept_for : NULL);
+	out_str(OUT_JSON, "backup_kept_why", NULL, !res.backup_removed && !res.kept_by[0] ? res.kept_why : NULL);
+	if (res.backup_removed) {
 		out_text("Removed the backup %s: the library is the original again\n", res.backup);
-	else
-		out_text("Kept the backup %s: another in-place record there names it, or it could not be removed\n",
-			 res.backup);
+	} else if (res.kept_by[0]) {
+		/* two libraries with one original (the driver's, a container root's) share it */
+		out_str(OUT_TEXT, NULL, "Kept the backup %s: ", res.backup);
+		out_str(OUT_TEXT, NULL, "the in-place record %s ", res.kept_by);
+		out_str(OUT_TEXT, NULL, "still names it, for %s (the same original).\n", res.kept_for);
+		out_str(OUT_TEXT, NULL, "It goes when that library is restored too: `%s libcuda restore ", PROG_NAME);
+		out_str(OUT_TEXT, NULL, "--lib %s'\n", res.kept_for);
+	} else {
+		out_str(OUT_TEXT, NULL, "Kept the backup %s: ", res.backup);
+		out_str(OUT_TEXT, NULL, "%s.\n", res.kept_why);
+		out_text("Remove it by hand once no library patched in place needs it (the inplace-*.manifest records in the state directory name what does)\n");
+	}
 	return out_end() < 0 ? NVS_EX_FAIL : NVS_EX_OK;
 }
 

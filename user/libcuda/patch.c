@@ -618,15 +618,19 @@ void lc_patch_result_free(struct lc_patch_result *res)
  * manifest that cannot be read counts as a user: keeping a backup too
  * long is harmless, removing one that is needed is not.
  */
-static bool backup_in_use(const char *state, const char *backup)
+static bool backup_in_use(const char *state, const char *backup, struct lc_restore_result *res)
 {
 	char path[PATH_MAX], err[256];
 	struct dirent *d;
 	bool used = false;
 	DIR *dir = opendir(state);
 
-	if (!dir)
+	if (!dir) {
+		snprintf(res->kept_why, sizeof(res->kept_why),
+			 "the state directory `%s' could not be read (%s) to see whether another in-place record names it",
+			 state, strerror(errno));
 		return true;
+	}
 	while (!used && (d = readdir(dir))) {
 		struct lc_manifest m;
 		size_t n = strlen(d->d_name);
@@ -635,10 +639,16 @@ static bool backup_in_use(const char *state, const char *backup)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", state, d->d_name);
 		if (lc_manifest_read(path, &m, err, sizeof(err))) {
+			snprintf(res->kept_why, sizeof(res->kept_why),
+				 "the in-place record `%s' could not be read (%s), and it may name it", path, err);
 			used = true;
 			break;
 		}
 		used = !strcmp(m.backup, backup);
+		if (used) {
+			snprintf(res->kept_by, sizeof(res->kept_by), "%s", path);
+			snprintf(res->kept_for, sizeof(res->kept_for), "%s", m.output);
+		}
 		lc_manifest_free(&m);
 	}
 	closedir(dir);
@@ -697,9 +707,14 @@ int lc_restore(const char *path, const char *state, struct lc_restore_result *re
 	 * and its directory) and its record is gone: the backup has no use
 	 * left unless another library's record still names it.
 	 */
-	if (!backup_in_use(state, m.backup) && !unlink(m.backup)) {
-		res->backup_removed = true;
-		nvs_fsync_dir(state);
+	if (!backup_in_use(state, m.backup, res)) {
+		if (!unlink(m.backup)) {
+			res->backup_removed = true;
+			nvs_fsync_dir(state);
+		} else {
+			snprintf(res->kept_why, sizeof(res->kept_why), "it could not be removed: %s",
+				 strerror(errno));
+		}
 	}
 	snprintf(res->lib, sizeof(res->lib), "%s", path);
 	snprintf(res->sha256, sizeof(res->sha256), "%s", m.source_sha256);

@@ -55,6 +55,10 @@ struct lc_restore_result {
 	char sha256[65];
 	char backup[4096];
 	bool backup_removed;	/* no other in-place record uses it */
+	/* a kept backup: the record that still names it, and its library */
+	char kept_by[PATH_MAX];
+	char kept_for[PATH_MAX];
+	char kept_why[PATH_MAX + 256];	/* kept otherwise: why (unreadable, not removable) */
 };
 
 /*
@@ -62,7 +66,9 @@ struct lc_restore_result {
  * patched file and the backup still the original. -ENOENT when nothing is
  * recorded, -ESTALE when a file no longer matches, another -errno (I/O).
  * Once the original is written and synced, the backup is removed unless
- * another in-place record in state names it (res->backup_removed).
+ * another in-place record in state names it (res->backup_removed; kept_by
+ * and kept_for name that record and its library, kept_why says why a
+ * backup was kept otherwise).
  */
 int lc_restore(const char *path, const char *state, struct lc_restore_result *res, char *err, size_t errlen);
 
