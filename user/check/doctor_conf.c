@@ -50,6 +50,20 @@ int nvs_doctor_set(struct nvs_doctor_opts *o, const char *key, const char *val, 
 		   size_t errlen)
 {
 	if (!nvs_doctor_key_known(key)) {
+		/*
+		 * Options that choose one run (what to judge, how to show it)
+		 * are not settings of the node: --pci-dump judges another
+		 * machine's dump, which a file every health check reads must
+		 * never make it do (admin review: the man page said it could).
+		 */
+		static const char *const run_only[] = { "pci-dump", "config", "quick", "full", "brief", "json" };
+
+		for (size_t i = 0; i < sizeof(run_only) / sizeof(run_only[0]); ++i)
+			if (!strcmp(key, run_only[i])) {
+				snprintf(err, errlen, "`%s' is not a doctor.conf key: it chooses one run; pass `--%s' on the command line (doctor.conf keys: expect-gpus, limit, driver-version, patched, nvml, lib, gpu-ids, textfile, strict)",
+					 key, key);
+				return -ENOENT;
+			}
 		snprintf(err, errlen, "Unknown setting `%s' (doctor.conf keys are the long options: expect-gpus, limit, driver-version, patched, nvml, lib, gpu-ids, textfile, strict)",
 			 key);
 		return -ENOENT;
