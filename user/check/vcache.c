@@ -338,7 +338,13 @@ static int parse_line(struct nvs_vcache *v, const char *s, unsigned int *seen, c
 	} else if (!strcmp(w, "end")) {
 		uint64_t n;
 
-		if (nvs_parse_u64(rest, 0, NVS_VCACHE_MAX, &n) || n != v->n)
+		/*
+		 * The count as save writes it (%zu): "06" or "+6" is no file
+		 * nvsidecar wrote, so not a count to trust as one.
+		 */
+		if ((rest[0] == '0' && rest[1]) || nvs_parse_u64(rest, 0, NVS_VCACHE_MAX, &n))
+			return bad(err, errlen, dir, no, "malformed end line (`end N', N a plain decimal count)");
+		if (n != v->n)
 			return bad(err, errlen, dir, no, "the end line does not count the checks before it");
 		*seen |= SEEN_END;
 	} else if (!strcmp(w, "key")) {
