@@ -344,7 +344,7 @@ void nvs_doctor_cached(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 		add(c, CK_WARN, "full", "full-cache",
 		    "the last `doctor --full' verdict is %s old, older than %u s (NVSIDECAR_VERDICT_MAX_AGE): its results are not used",
 		    age_str(age, a, sizeof(a)), max_age);
-		fix(c, "Run `nvsidecar doctor --full' periodically: nvsidecar-doctor.timer does, hourly (systemctl enable --now nvsidecar-doctor.timer; docs/cluster.md)");
+		fix(c, "Run `nvsidecar doctor --full' periodically (nvsidecar-doctor.timer with NVSIDECAR_DOCTOR_ARGS=--full, docs/cluster.md)");
 		goto out;
 	}
 	for (size_t i = 0; i < v->n; ++i) {
