@@ -143,6 +143,28 @@ grep -q '^OK   full     full-p2p: .*key unchanged' "$work/out" || bad+=" [end $n
 rm -f "$v"
 quick
 ! grep -qE 'full-(cache|p2p)' "$work/out" && t_pass verdict-none-quiet || t_fail verdict-none-quiet "$(show "$work/out")"
+# A verdict path that is not a regular file: a FIFO that something holds
+# open kept the health check waiting for its end (admin review of this
+# stop); a directory sent the admin between two wrong fixes. Both are
+# refused at once, with the one fix that works.
+mkfifo "$v"
+sleep 30 <>"$v" &
+holder=$!
+t0=$SECONDS
+timeout 20 "$bin" doctor --quick >"$work/out-fifo" 2>&1
+rc=$?
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
+rm -f "$v"
+mkdir "$v"
+quick
+rmdir "$v"
+want="^WARN full     full-cache: .*$v:0: not a regular file: remove it, then run \`nvsidecar doctor --full'"
+if ((rc != 124 && SECONDS - t0 < 15)) && grep -q "$want" "$work/out-fifo" && grep -q "$want" "$work/out"; then
+	t_pass verdict-not-regular-refused
+else
+	t_fail verdict-not-regular-refused "exit $rc after $((SECONDS - t0)) s with a held FIFO: $(show "$work/out-fifo"); directory: $(show "$work/out")"
+fi
 : >"$work/file"
 NVSIDECAR_STATE_DIR=$work/file/sub full
 grep -q "^WARN full     full-cache: the verdict was not stored: Unable to create \`$work/file'" "$work/full" &&

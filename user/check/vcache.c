@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -396,6 +397,7 @@ int nvs_vcache_load(struct nvs_vcache *v, const char *dir, char *err, size_t err
 {
 	char path[4200];
 	struct nvs_ifile in;
+	struct stat st;
 	unsigned int seen = 0;
 	size_t len;
 	bool cut, v1 = false;
@@ -404,11 +406,25 @@ int nvs_vcache_load(struct nvs_vcache *v, const char *dir, char *err, size_t err
 
 	memset(v, 0, sizeof(*v));
 	snprintf(path, sizeof(path), "%s/%s", dir, NVS_VCACHE_FILE);
-	if (access(path, F_OK))
+	if (stat(path, &st))
 		return -errno;
+	/*
+	 * Only a regular file: the health check reads this, and a FIFO that
+	 * something holds open would keep it waiting for its end. Not one
+	 * doctor --full can write over, either.
+	 */
+	if (!S_ISREG(st.st_mode))
+		return bad(err, errlen, dir, 0,
+			   "not a regular file: remove it, then run `nvsidecar doctor --full'");
 	ret = nvs_ifile_open(&in, path, 2048, 256 << 10, err, errlen);
 	if (ret)
 		return ret;
+	/* replaced between the two looks: the same rule */
+	if (fstat(in.fd, &st) || !S_ISREG(st.st_mode)) {
+		ret = bad(err, errlen, dir, 0,
+			  "not a regular file: remove it, then run `nvsidecar doctor --full'");
+		goto out;
+	}
 	while ((ret = nvs_ifile_line(&in, &l, &len, &cut, err, errlen)) > 0) {
 		for (size_t i = 0; i < len; ++i)
 			if ((unsigned char)l[i] < 0x20 || (unsigned char)l[i] >= 0x7f) {
