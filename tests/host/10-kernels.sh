@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# vm: before -- tests/run boots no VM lane while this runs: it
+#   prepares the kernels the lanes boot.
 #
 # The kernels every later suite builds and boots against (scripts/kernels.sh):
 # checks that each lane scripts/deps.sh installs is complete (image and

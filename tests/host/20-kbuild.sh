@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# vm: before -- tests/run boots no VM lane while this runs: it
+#   builds the module that each lane loads (tests/vm/vmlib.sh reuses it).
 #
 # Builds nvsidecar.ko from scratch for every kernel lane (scripts/kernels.sh:
 # the bullseye floor, Debian 6.1 and 6.12, the debug kernel, sid's newest

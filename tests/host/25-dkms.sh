@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# vm: before -- tests/run boots no VM lane while this runs: it
+#   installs into /lib/modules and /usr/src, which the guests see.
 #
 # A real DKMS round trip for Debian's oldest kernel (6.1, found at run
 # time, scripts/kernels.sh): `dkms add` of a

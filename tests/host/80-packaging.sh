@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# vm: before -- tests/run boots no VM lane while this runs: it
+#   installs the packages into the host root, which the guests see.
 #
 # Packaging and DKMS behaviour, on this machine (root; CI runs as root):
 #   1. make install DESTDIR=... then make uninstall leaves nothing;

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0 OR MIT
+# vm: before -- tests/run boots no VM lane while this runs: it
+#   installs nvsidecar-dkms into the host root, which the guests see.
 #
 # Boot proof for the 6.12 kernel: install the nvsidecar-dkms package, build
 # real initramfs images with mkinitramfs and with dracut (into temp files,
