@@ -20,6 +20,30 @@
  *                              cuCtxDestroy_v2 (nvsidecar idle-fix tests)
  *   FAKE_CUDA_CTX_ERROR=N      cuCtxCreate_v2 returns N
  *   FAKE_CUDA_CTX_HANG=1       cuCtxCreate_v2 never returns (a wedged GPU)
+ *   FAKE_CUDA_BUSY=D,...       devices another process holds in exclusive-process
+ *                              compute mode: the compute-mode attribute (20) is
+ *                              CU_COMPUTEMODE_EXCLUSIVE_PROCESS (3), and
+ *                              cuDevicePrimaryCtxRetain and cuCtxCreate_v2 on
+ *                              them return CUDA_ERROR_DEVICE_UNAVAILABLE (46)
+ *   FAKE_CUDA_PROHIBITED=D,... devices in CU_COMPUTEMODE_PROHIBITED (2): the
+ *                              attribute says so, context calls return 46
+ *   FAKE_CUDA_RETAIN_ERROR=D:N cuDevicePrimaryCtxRetain on device D returns N
+ *                              (a broken GPU: 999 CUDA_ERROR_UNKNOWN, ...)
+ *   FAKE_CUDA_ONLY_IN=WORD     the three above apply only in a process with WORD
+ *                              among its arguments (/proc/self/cmdline): "p2p"
+ *                              makes a GPU busy for `nvsidecar p2p' but free for
+ *                              the doctor's probe before it (a job that took the
+ *                              GPU between the two)
+ *
+ * The busy GPU as the driver reports it: cuda.h documents
+ * CUDA_ERROR_DEVICE_UNAVAILABLE = 46 as "the requested CUDA device is
+ * unavailable at the current time. Devices are often unavailable due to
+ * use of CU_COMPUTEMODE_EXCLUSIVE_PROCESS or CU_COMPUTEMODE_PROHIBITED",
+ * returned where a context is made (cuCtxCreate, cuDevicePrimaryCtxRetain;
+ * the runtime's cudaErrorDevicesUnavailable, also 46, "CUDA-capable
+ * device(s) is/are busy or unavailable"); CU_DEVICE_ATTRIBUTE_COMPUTE_MODE
+ * is 20 and CUcomputemode DEFAULT 0, PROHIBITED 2, EXCLUSIVE_PROCESS 3.
+ * Querying attributes needs no context, so it answers for a busy device.
  * Build: cc -shared -fPIC -o libcuda.so.1 fakecuda.c
  */
 #include <stdint.h>
@@ -37,12 +61,17 @@ typedef unsigned long long CUdeviceptr;
 #define E_INVALID_VALUE 1
 #define E_OUT_OF_MEMORY 2
 #define E_NOT_INITIALIZED 3
+#define E_DEVICE_UNAVAILABLE 46
 #define E_INVALID_DEVICE 101
 #define E_INVALID_CONTEXT 201
 #define E_PEER_UNSUPPORTED 217
 #define E_INVALID_HANDLE 400
 #define E_PEER_ALREADY 704
 #define E_PEER_NOT_ENABLED 705
+#define E_UNKNOWN 999
+#define ATTR_COMPUTE_MODE 20
+#define MODE_PROHIBITED 2
+#define MODE_EXCLUSIVE_PROCESS 3
 
 struct CUctx_st {
 	int dev;
@@ -74,6 +103,9 @@ static char busid[MAXDEV][32];
 static double p2p_gbps = 48.5, staged_gbps = 31.5, local_gbps = 1500, p2p_lat = 0.4, staged_lat = 14.3;
 static struct CUctx_st ctxs[MAXDEV];
 static int retained[MAXDEV];
+static int compute_mode[MAXDEV];	/* FAKE_CUDA_BUSY, FAKE_CUDA_PROHIBITED */
+static int unavailable[MAXDEV];		/* context calls answer 46 */
+static int retain_error[MAXDEV];	/* FAKE_CUDA_RETAIN_ERROR */
 static __thread struct CUctx_st *cur;
 static struct alloc *allocs;
 static double null_clock;
@@ -100,6 +132,48 @@ static double envd(const char *k, double def)
 	return v && *v ? atof(v) : def;
 }
 
+/* FAKE_CUDA_ONLY_IN: whether this process has that word among its arguments. */
+static int only_here(void)
+{
+	const char *w = getenv("FAKE_CUDA_ONLY_IN");
+	char buf[4096];
+	size_t n;
+	FILE *f;
+	int hit = 0;
+
+	if (!w || !*w)
+		return 1;
+	f = fopen("/proc/self/cmdline", "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+		if (!strcmp(buf + i, w))
+			hit = 1;
+	return hit;
+}
+
+/* "1,3": those devices get mode, and their contexts answer 46. */
+static void dev_list(const char *var, int mode)
+{
+	const char *s = only_here() ? getenv(var) : NULL;
+	char *end;
+
+	while (s && *s) {
+		long d = strtol(s, &end, 10);
+
+		if (end == s)
+			break;
+		if (d >= 0 && d < MAXDEV) {
+			compute_mode[d] = mode;
+			unavailable[d] = 1;
+		}
+		s = *end == ',' ? end + 1 : end;
+	}
+}
+
 CUresult cuInit(unsigned int flags)
 {
 	const char *s;
@@ -122,6 +196,14 @@ CUresult cuInit(unsigned int flags)
 			if (*s == ',')
 				s++;
 		}
+	}
+	dev_list("FAKE_CUDA_BUSY", MODE_EXCLUSIVE_PROCESS);
+	dev_list("FAKE_CUDA_PROHIBITED", MODE_PROHIBITED);
+	if ((s = getenv("FAKE_CUDA_RETAIN_ERROR")) && only_here()) {
+		int d, e;
+
+		if (sscanf(s, "%d:%d", &d, &e) == 2 && d >= 0 && d < MAXDEV)
+			retain_error[d] = e;
 	}
 	if ((s = getenv("FAKE_CUDA_CORRUPT")))
 		sscanf(s, "%d-%d@%zu", &corrupt_src, &corrupt_dst, &corrupt_off);
@@ -161,6 +243,9 @@ CUresult cuGetErrorName(CUresult e, const char **s)
 	case E_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
 	case E_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
 	case E_NOT_INITIALIZED: *s = "CUDA_ERROR_NOT_INITIALIZED"; break;
+	case E_DEVICE_UNAVAILABLE: *s = "CUDA_ERROR_DEVICE_UNAVAILABLE"; break;
+	case E_INVALID_DEVICE: *s = "CUDA_ERROR_INVALID_DEVICE"; break;
+	case E_UNKNOWN: *s = "CUDA_ERROR_UNKNOWN"; break;
 	case E_INVALID_CONTEXT: *s = "CUDA_ERROR_INVALID_CONTEXT"; break;
 	case E_PEER_UNSUPPORTED: *s = "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED"; break;
 	case E_PEER_ALREADY: *s = "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED"; break;
@@ -172,7 +257,8 @@ CUresult cuGetErrorName(CUresult e, const char **s)
 
 CUresult cuGetErrorString(CUresult e, const char **s)
 {
-	*s = e == E_NOT_INITIALIZED ? "initialization error" : e == OK ? "no error" : "fake error";
+	*s = e == E_NOT_INITIALIZED ? "initialization error" : e == OK ? "no error" :
+	     e == E_DEVICE_UNAVAILABLE ? "CUDA-capable device(s) is/are busy or unavailable" : "fake error";
 	return OK;
 }
 
@@ -206,7 +292,7 @@ CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
 {
 	NEED_INIT();
 	NEED_DEV(d);
-	*v = attr == 33 ? d + 1 : 0;
+	*v = attr == 33 ? d + 1 : attr == ATTR_COMPUTE_MODE ? compute_mode[d] : 0;
 	return OK;
 }
 
@@ -239,6 +325,10 @@ CUresult cuDevicePrimaryCtxRetain(struct CUctx_st **c, CUdevice d)
 {
 	NEED_INIT();
 	NEED_DEV(d);
+	if (unavailable[d])
+		return E_DEVICE_UNAVAILABLE;
+	if (retain_error[d])
+		return retain_error[d];
 	retained[d]++;
 	*c = &ctxs[d];
 	return OK;
@@ -299,6 +389,8 @@ CUresult cuCtxCreate_v2(struct CUctx_st **c, unsigned int flags, CUdevice d)
 		return E_INVALID_VALUE;
 	if ((s = getenv("FAKE_CUDA_CTX_ERROR")) && atoi(s))
 		return atoi(s);
+	if (unavailable[d])
+		return E_DEVICE_UNAVAILABLE;
 	if ((s = getenv("FAKE_CUDA_CTX_HANG")) && atoi(s))
 		for (;;)
 			pause();
