@@ -447,6 +447,53 @@ FAKE_CUDA_DEVICES=2 FAKE_CUDA_CORRUPT=0-1@4096 "$bin" doctor --full --lib "$work
 [[ $? == 1 ]] && grep -q '^FAIL full     full-p2p: ' "$work/out" && t_pass doctor-full-corrupt ||
 	t_fail doctor-full-corrupt "$(grep full "$work/out" | tr '\n' ' ')"
 
+# --- --full and a GPU that another process holds (issue 23 item 3) ------------
+# In exclusive-process compute mode the driver refuses a second process a
+# context with CUDA_ERROR_DEVICE_UNAVAILABLE (46); the fake does that for
+# FAKE_CUDA_BUSY. Nothing is broken: full-p2p is SKIP with the reason, never
+# FAIL. This host has no nvsidecar module, so its module checks fail either
+# way: the exit must be the one the same run has with every GPU free, and
+# no check outside the module layer may fail.
+fulljson() { # ENV... : doctor --full --json; "EXIT FAILS RESULT MESSAGE" of full-p2p into $work/j
+	env NVSIDECAR_STATE_DIR="$work/busy-state" "$@" "$bin" doctor --full --json --lib "$work/libcuda.so.1" \
+		>"$work/json" 2>"$work/err"
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+c = {k["name"]: k for k in d["checks"]}
+f = sorted(k["name"] for k in d["checks"] if k["result"].strip() == "FAIL" and k["layer"] != "module")
+p = c.get("full-p2p", {})
+print(d["exit"], ",".join(f) or "-", p.get("result", "none").strip(), p.get("message", ""))' "$work/json" >"$work/j" 2>&1
+}
+fulljson FAKE_CUDA_DEVICES=2
+base=$(cut -d' ' -f1 "$work/j")
+fulljson FAKE_CUDA_DEVICES=2 FAKE_CUDA_BUSY=1
+got=$(<"$work/j")
+[[ $got == "$base - SKIP GPU 1 in use by another process (exclusive-process mode: CUDA_ERROR_DEVICE_UNAVAILABLE at context creation): the check did not run" ]] &&
+	t_pass doctor-full-busy-skip-json || t_fail doctor-full-busy-skip-json "want exit $base, no failure; got: $got"
+NVSIDECAR_STATE_DIR=$work/busy-state FAKE_CUDA_DEVICES=2 FAKE_CUDA_BUSY=1 "$bin" doctor --full --lib "$work/libcuda.so.1" >"$work/out" 2>&1
+rc=$?
+[[ $rc == "$base" ]] && grep -q '^SKIP full     full-p2p: GPU 1 in use by another process (exclusive-process mode' "$work/out" &&
+	! grep -qE '^FAIL (full|libcuda|gdr) ' "$work/out" && t_pass doctor-full-busy-skip ||
+	t_fail doctor-full-busy-skip "rc $rc (want $base): $(grep -E 'full|FAIL' "$work/out" | tr '\n' ' ')"
+# every GPU busy, and one an admin set to PROHIBITED on purpose: the same
+fulljson FAKE_CUDA_DEVICES=3 FAKE_CUDA_BUSY=0,2 FAKE_CUDA_PROHIBITED=1
+got=$(<"$work/j")
+[[ $got == "$base - SKIP GPUs 0, 2 in use by another process (exclusive-process mode"*"; GPU 1 in compute mode PROHIBITED"*": the check did not run" ]] &&
+	t_pass doctor-full-busy-prohibited || t_fail doctor-full-busy-prohibited "want exit $base, no failure; got: $got"
+# a job that takes the GPU after the doctor's probe: p2p itself meets 46
+fulljson FAKE_CUDA_DEVICES=2 FAKE_CUDA_BUSY=1 FAKE_CUDA_ONLY_IN=p2p
+got=$(<"$work/j")
+[[ $got == "$base - SKIP a GPU was taken by another process (exclusive-process mode) as the check started"*CUDA_ERROR_DEVICE_UNAVAILABLE* ]] &&
+	t_pass doctor-full-busy-race || t_fail doctor-full-busy-race "want exit $base, no failure; got: $got"
+# control: a GPU that answers anything else is broken, and still fails
+bad=
+for e in 999 101; do
+	fulljson FAKE_CUDA_DEVICES=2 FAKE_CUDA_RETAIN_ERROR=1:$e
+	got=$(<"$work/j")
+	[[ $got == "1 full-p2p FAIL "*"($e)"* ]] || bad+=" [$e] $got"
+done
+[[ -z $bad ]] && t_pass doctor-full-broken-gpu-fails || t_fail doctor-full-broken-gpu-fails "$bad"
+
 # --- the textfile for node_exporter -------------------------------------------
 mkdir -p "$work/tf"
 "$bin" doctor --quick --expect-gpus 2 --textfile "$work/tf" >/dev/null 2>&1

@@ -93,6 +93,17 @@ fail) echo "FAIL: gpus: 1 GPU(s), 2 expected"; exit 1 ;;
 noisy) echo "nvsidecar: warning: NVML is older than the driver" >&2; echo "FAIL: gpus: 1 GPU(s), 2 expected"; exit 1 ;;
 conf) echo "nvsidecar: /etc/nvsidecar/doctor.conf:3: Unknown setting \`expect-gpu'" >&2; exit 2 ;;
 hang) exec sleep 300 ;;
+# the real doctor, on the verdict a real `doctor --full' cached (issue 23
+# item 3); this host has no nvsidecar module, so its module layer is left
+# out and --brief's line is made from the rest
+real) "$HC_REAL" doctor --quick --json >"$HC_WORK/real.json" 2>/dev/null; exec python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+bad = [k for k in d["checks"] if k["result"].strip() == "FAIL" and k["layer"] != "module"]
+if bad:
+    print("FAIL: %s: %s" % (bad[0]["name"], bad[0]["message"]))
+    sys.exit(1)
+print("OK: %d checks (module layer left out)" % len(d["checks"]))' "$HC_WORK/real.json" ;;
 esac
 EOF
 chmod 0755 "$fakes/scontrol" "$fakes/logger" "$work/bin/nvsidecar"
@@ -318,3 +329,30 @@ printf 'NVSIDECAR_VERDICT_MAX_AGE=900\nNVSIDECAR_STATE_DIR="%s/state"\n' "$work"
 node IDLE
 NVSIDECAR_DEFAULTS=$work/defaults hc
 check hc-verdict-settings '[[ $rc == 0 ]] && grep -qx "NVSIDECAR_VERDICT_MAX_AGE=900" "$work/doctor-env" && grep -qx "NVSIDECAR_STATE_DIR=$work/state" "$work/doctor-env"'
+
+# --- issue 23 item 3: a GPU a job holds does not drain the node ------------------
+# The real `doctor --full' against the fake libcuda (tests/p2p), GPU 1 held in
+# exclusive-process mode (CUDA_ERROR_DEVICE_UNAVAILABLE, FAKE_CUDA_BUSY): its
+# verdict is read by the real `doctor --quick' the script runs. Control: a
+# GPU that answers 999 drains the node with the p2p failure as the reason,
+# and a busy GPU afterwards does not resume it.
+bld=$NVS_BUILD/doctor-u
+if ! make -s -C "$NVS_TOP/user" O="$bld" WERROR=1 -j2 >"$work/build" 2>&1 ||
+	! gcc -shared -fPIC -O2 -o "$work/libcuda.so.1" "$NVS_TOP/tests/p2p/fakecuda.c" 2>>"$work/build"; then
+	t_fail hc-busy-gpu-build "$(tail -5 "$work/build" | tr '\n' ' ')"
+	exit 0
+fi
+export HC_REAL=$bld/nvsidecar NVSIDECAR_STATE_DIR=$work/vstate NVS_DOCTOR_ROOT=$work/noroot \
+	NVS_NVIDIA_VERSION_FILE=$work/no-driver NVS_LIBCUDA_STATE=$work/lcstate FAKE_CUDA_DEVICES=2
+mkdir -p "$work/noroot"
+full() { "$HC_REAL" doctor --full --lib "$work/libcuda.so.1" >"$work/full" 2>&1; }
+FAKE_CUDA_BUSY=1 full
+node IDLE
+FAKE_DOCTOR=real hc
+check hc-busy-gpu-not-drained '[[ $rc == 0 && $(st) == "IDLE|" ]] && grep -q "^check SKIP [0-9]* full full-p2p GPU 1 in use" "$NVSIDECAR_STATE_DIR/verdict" && grep -q "is healthy" "$work/log"'
+FAKE_CUDA_RETAIN_ERROR=1:999 full
+FAKE_DOCTOR=real hc
+check hc-broken-gpu-drained '[[ $rc == 1 && $(st) == "IDLE+DRAIN|nvsidecar: full-p2p: "* ]] && grep -q "^check FAIL [0-9]* full full-p2p .*(999)" "$NVSIDECAR_STATE_DIR/verdict"'
+FAKE_CUDA_BUSY=1 full
+FAKE_DOCTOR=real hc
+check hc-busy-gpu-keeps-drain '[[ $rc == 1 && $(st) == "IDLE+DRAIN|nvsidecar: full-p2p: "* ]] && ! grep -q resuming "$work/log" && grep -q "^check FAIL [0-9]* full full-p2p .*(999)" "$NVSIDECAR_STATE_DIR/verdict"'

@@ -113,6 +113,55 @@ NVSIDECAR_VERDICT_MAX_AGE=300 quick
 grep -q "^WARN full     full-cache: the last \`doctor --full' verdict is 10 min old, older than 300 s (NVSIDECAR_VERDICT_MAX_AGE)" "$work/out" &&
 	! grep -q full-p2p "$work/out" && t_pass verdict-too-old || t_fail verdict-too-old "$(show "$work/out")"
 
+# --- a GPU another process holds (issue 23 item 3) ------------------------------
+# --full meets CUDA_ERROR_DEVICE_UNAVAILABLE (46) on a GPU a job holds in
+# exclusive-process mode (FAKE_CUDA_BUSY): the check is SKIP, and the verdict
+# stores that SKIP, never a FAIL and never an OK the run did not earn (here
+# full-rdma has no RDMA path either: nothing GPU-side is claimed). The quick
+# check reading it is as healthy as with a passing verdict: this host has no
+# module, so the exit is compared with the quick run after a clean --full.
+full
+quick
+base=$rc
+FAKE_CUDA_BUSY=1 full
+if grep -q '^check SKIP [0-9]* full full-p2p GPU 1 in use by another process (exclusive-process mode' "$v" &&
+	! grep -q '^check FAIL ' "$v" && ! grep -qE '^check OK [0-9]* full full-(p2p|rdma) ' "$v" &&
+	grep -q '^OK   full     full-cache: verdict stored' "$work/full"; then
+	t_pass verdict-busy-stored-skip
+else
+	t_fail verdict-busy-stored-skip "$(show "$work/full") file: $(grep '^check' "$v" | head -c 400 | tr '\n' ' ')"
+fi
+quick
+grep -q "^SKIP full     full-p2p: GPU 1 in use by another process .*: the check did not run (recorded [0-9]* s ago by \`doctor --full', key unchanged)$" "$work/out" &&
+	! grep -qE '^FAIL +(full|libcuda|gdr) ' "$work/out" && [[ $rc == "$base" ]] && t_pass verdict-busy-quick-healthy ||
+	t_fail verdict-busy-quick-healthy "rc $rc (want $base): $(show "$work/out")"
+# A FAIL the verdict in force holds is kept when the GPU is busy: a job
+# holding the GPU proves no repair, and dropping the FAIL would let the
+# health check resume the node it drained.
+full
+sed -i 's/^check OK \([0-9]*\) full full-p2p .*/check FAIL \1 full full-p2p (test fixture) a copy arrived wrong/' "$v"
+FAKE_CUDA_BUSY=1 full
+quick
+if grep -q '^check FAIL [0-9]* full full-p2p (test fixture) a copy arrived wrong$' "$v" &&
+	grep -q "^WARN full     full-cache: verdict stored in .*, keeping the last verdict's FAIL of full-p2p ([0-9]* s old)" "$work/full" &&
+	grep -q '^SKIP full     full-p2p: GPU 1 in use' "$work/full" &&
+	grep -q '^FAIL full     full-p2p: (test fixture) a copy arrived wrong (verified [0-9]* s ago' "$work/out"; then
+	t_pass verdict-busy-keeps-fail
+else
+	t_fail verdict-busy-keeps-fail "$(show "$work/full") quick: $(show "$work/out")"
+fi
+# ...but not one no longer in force (too old): that one the quick check
+# would not use either
+sed -i "s/^written .*/written $(($(date +%s) - 600))/" "$v"
+NVSIDECAR_VERDICT_MAX_AGE=300 FAKE_CUDA_BUSY=1 full
+grep -q '^check SKIP [0-9]* full full-p2p GPU 1 in use' "$v" && ! grep -q '^check FAIL ' "$v" &&
+	t_pass verdict-busy-old-fail-dropped || t_fail verdict-busy-old-fail-dropped "$(grep '^check' "$v" | head -c 300 | tr '\n' ' ')"
+# control: a GPU that answers another error is broken: stored as FAIL
+FAKE_CUDA_RETAIN_ERROR=1:999 full
+quick
+grep -q '^check FAIL [0-9]* full full-p2p .*(999)' "$v" && grep -q '^FAIL full     full-p2p: .*(999)' "$work/out" &&
+	[[ $rc == 1 ]] && t_pass verdict-broken-gpu-stored-fail || t_fail verdict-broken-gpu-stored-fail "rc $rc: $(show "$work/out")"
+
 # --- garbage, no file, a state directory that cannot be written ----------------
 printf 'nvsidecar-verdict 1\nwritten 1\ncheck OK 1 full full-p2p \377\n' >"$v"
 quick

@@ -14,6 +14,26 @@
  * and the verdict is younger than NVSIDECAR_VERDICT_MAX_AGE, and says
  * "stale" with the field that changed otherwise. --full itself always runs:
  * an admin who asks for it after a repair must not get yesterday's answer.
+ *
+ * A GPU a job holds is not a broken GPU. In exclusive-process compute mode
+ * (what Slurm sites set so that jobs do not share a GPU) the driver refuses
+ * every other process a context: cuDevicePrimaryCtxRetain and cuCtxCreate
+ * return CUDA_ERROR_DEVICE_UNAVAILABLE (46), which cuda.h documents as
+ * "the requested CUDA device is unavailable at the current time. Devices
+ * are often unavailable due to use of CU_COMPUTEMODE_EXCLUSIVE_PROCESS or
+ * CU_COMPUTEMODE_PROHIBITED" (the runtime's cudaErrorDevicesUnavailable,
+ * also 46: "CUDA-capable device(s) is/are busy or unavailable"). Before
+ * its runs --full asks every GPU, in a child of its own (busy_probe): the
+ * compute mode (CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, 20, needs no context)
+ * and a primary context. A check that needs a GPU that answers 46, or one
+ * an admin set to PROHIBITED on purpose, is SKIP with that reason and does
+ * not run; a run that a job's new context beat to a GPU (46 in its output)
+ * is SKIP the same way. Any other answer (999, 101 ...) is the check's to
+ * judge, and fails as before. The verdict stores the SKIP (it claims
+ * nothing passed); a FAIL the previous verdict held for that check, with
+ * the same key and still in force, is kept instead: a busy GPU is no
+ * evidence of a repair, and dropping the FAIL would let the health check
+ * resume a drained node (full_store).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +48,7 @@
 
 #include "check/doctor.h"
 #include "check/vcache.h"
+#include "sys/cuda.h"
 #include "lib/env.h"
 #include "lib/exit.h"
 
@@ -35,13 +56,46 @@
 #define fix(...) nvs_check_fix(__VA_ARGS__)
 
 #define FULL_TIMEOUT_S 60
+/* asking each GPU for its mode and a context: seconds, not a minute */
+#define PROBE_TIMEOUT_S 15
+
+/* cuda.h (CUDA driver API): CUresult, CUdevice_attribute, CUcomputemode */
+#define CUDA_ERROR_DEVICE_UNAVAILABLE 46
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_MODE 20
+#define CU_COMPUTEMODE_PROHIBITED 2
+#define CU_COMPUTEMODE_EXCLUSIVE_PROCESS 3
+
+#define PROBE_MAX 64
+
+/* What busy_probe found: per GPU, F free, B busy (46), P prohibited, E another error. */
+struct gpu_probe {
+	bool ok;		/* the probe answered: n and st are real */
+	int n;
+	char st[PROBE_MAX + 1];
+	char mode[PROBE_MAX + 1];	/* the compute mode digit, '?' when not asked */
+};
+
+/* The checks this run skipped because a GPU was busy, for full_store. */
+struct busy_skips {
+	const char *name[2];
+	size_t n;
+};
+
+static void __attribute__((noreturn)) exec_child(const void *arg)
+{
+	const char *const *argv = arg;
+
+	execv(argv[0], (char *const *)argv);
+	fprintf(stderr, "Unable to run %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
 
 /*
- * Runs argv with stdout and stderr into out (the last len-1 bytes kept), at
- * most secs seconds. Returns the wait status, or -1 (timed out: *timed_out;
- * could not start: errno).
+ * Runs fn(arg) in a child of its own, its stdout and stderr into out (the
+ * last len-1 bytes kept), at most secs seconds. Returns the wait status,
+ * or -1 (timed out: *timed_out; could not start: errno).
  */
-static int run_child(const char *const argv[], int secs, char *out, size_t len, bool *timed_out)
+static int run_fn(void (*fn)(const void *), const void *arg, int secs, char *out, size_t len, bool *timed_out)
 {
 	struct timespec t0, t;
 	size_t n = 0;
@@ -66,9 +120,9 @@ static int run_child(const char *const argv[], int secs, char *out, size_t len, 
 		if (nul < 0 || dup2(nul, STDIN_FILENO) < 0 || dup2(p[1], STDOUT_FILENO) < 0 ||
 		    dup2(p[1], STDERR_FILENO) < 0)
 			_exit(126);
-		execv(argv[0], (char *const *)argv);
-		fprintf(stderr, "Unable to run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
+		fn(arg);
+		fflush(NULL);
+		_exit(0);
 	}
 	close(p[1]);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -116,6 +170,128 @@ static int run_child(const char *const argv[], int secs, char *out, size_t len, 
 	return *timed_out ? -1 : st;
 }
 
+/* argv, the same way. */
+static int run_child(const char *const argv[], int secs, char *out, size_t len, bool *timed_out)
+{
+	return run_fn(exec_child, argv, secs, out, len, timed_out);
+}
+
+/*
+ * The probe's child: "probe N SM SM ..." with a state letter and a
+ * compute-mode digit per GPU, or "probe-error WHY". Its own process, so
+ * the contexts it makes are gone before the checks run, and a call that
+ * hangs on a wedged GPU is killed.
+ */
+static void probe_child(const void *arg)
+{
+	const char *lib = arg;
+	struct nvs_cuda cu;
+	char err[4400];
+	int n = 0;
+
+	if (nvs_cuda_load(&cu, lib[0] ? lib : NULL, err, sizeof(err))) {
+		printf("probe-error %s\n", err);
+		return;
+	}
+	if (!cu.cuInit || !cu.cuDeviceGetCount || !cu.cuDeviceGet || !cu.cuDevicePrimaryCtxRetain ||
+	    cu.cuInit(0) || cu.cuDeviceGetCount(&n)) {
+		printf("probe-error CUDA did not answer\n");
+		return;
+	}
+	if (n > PROBE_MAX)
+		n = PROBE_MAX;
+	printf("probe %d", n);
+	for (int i = 0; i < n; ++i) {
+		CUdevice dev;
+		CUcontext ctx = NULL;
+		int mode = -1;
+		char st = 'E';
+		CUresult r = cu.cuDeviceGet(&dev, i);
+
+		if (!r && cu.cuDeviceGetAttribute &&
+		    cu.cuDeviceGetAttribute(&mode, CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, dev))
+			mode = -1;
+		if (!r && mode == CU_COMPUTEMODE_PROHIBITED) {
+			st = 'P';
+		} else if (!r) {
+			r = cu.cuDevicePrimaryCtxRetain(&ctx, dev);
+			st = !r ? 'F' : r == CUDA_ERROR_DEVICE_UNAVAILABLE ? 'B' : 'E';
+			if (!r && cu.cuDevicePrimaryCtxRelease_v2)
+				cu.cuDevicePrimaryCtxRelease_v2(dev);
+		}
+		printf(" %c%c", st, mode >= 0 && mode <= 9 ? '0' + mode : '?');
+	}
+	printf("\n");
+}
+
+static void busy_probe(struct gpu_probe *g, const char *lib)
+{
+	char out[1024], *p;
+	bool to;
+	int st, n = 0, used;
+
+	memset(g, 0, sizeof(*g));
+	st = run_fn(probe_child, lib, PROBE_TIMEOUT_S, out, sizeof(out), &to);
+	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) || !(p = strstr(out, "probe ")) ||
+	    sscanf(p, "probe %d%n", &n, &used) != 1 || n < 0 || n > PROBE_MAX)
+		return;	/* no answer: the checks find out for themselves, as before */
+	p += used;
+	for (int i = 0; i < n; ++i) {
+		if (p[0] != ' ' || !p[1] || !strchr("FBPE", p[1]) || !p[2])
+			return;
+		g->st[i] = p[1];
+		g->mode[i] = p[2];
+		p += 3;
+	}
+	g->n = n;
+	g->ok = true;
+}
+
+/* GPUs in state s, "1, 3"; their count. */
+static int gpus_in(const struct gpu_probe *g, char s, char *buf, size_t len)
+{
+	size_t o = 0;
+	int k = 0;
+
+	buf[0] = 0;
+	for (int i = 0; g->ok && i < g->n; ++i)
+		if (g->st[i] == s && o < len) {
+			o += (size_t)snprintf(buf + o, len - o, "%s%d", k ? ", " : "", i);
+			k++;
+		}
+	return k;
+}
+
+/*
+ * Why a check that needs every GPU cannot run now: "" when it can. Says
+ * the busy GPUs and the PROHIBITED ones, each with its cause.
+ */
+static const char *busy_why(const struct gpu_probe *g, char *buf, size_t len)
+{
+	char b[200], pr[200];
+	int nb = gpus_in(g, 'B', b, sizeof(b)), np = gpus_in(g, 'P', pr, sizeof(pr));
+	bool excl = true;
+
+	for (int i = 0; i < g->n; ++i)
+		if (g->st[i] == 'B' && g->mode[i] != '0' + CU_COMPUTEMODE_EXCLUSIVE_PROCESS)
+			excl = false;
+	buf[0] = 0;
+	if (nb)
+		snprintf(buf, len, "GPU%s %s in use by another process (%s: CUDA_ERROR_DEVICE_UNAVAILABLE at context creation)",
+			 nb > 1 ? "s" : "", b, excl ? "exclusive-process mode" : "unavailable");
+	if (np)
+		snprintf(buf + strlen(buf), len - strlen(buf),
+			 "%sGPU%s %s in compute mode PROHIBITED (set on purpose: `nvidia-smi -c')", nb ? "; " : "",
+			 np > 1 ? "s" : "", pr);
+	return buf;
+}
+
+/* A run that failed because a job took a GPU first: 46 in its output (sys/cuda.c's text). */
+static bool said_unavailable(const char *out)
+{
+	return strstr(out, "CUDA_ERROR_DEVICE_UNAVAILABLE (46)") || strstr(out, "CUDA error (46)");
+}
+
 /* The last non-empty line of s, for the check's message. */
 static const char *last_line(char *s)
 {
@@ -127,7 +303,7 @@ static const char *last_line(char *s)
 	return b ? b + 1 : s;
 }
 
-static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o);
+static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o, const struct busy_skips *bs);
 
 static const struct nvs_check *find(const struct nvs_checks *c, const char *name)
 {
@@ -137,14 +313,32 @@ static const struct nvs_check *find(const struct nvs_checks *c, const char *name
 	return NULL;
 }
 
-static void full_p2p(struct nvs_checks *c, const struct nvs_doctor_opts *o, char *lib)
+static void skip_busy(struct nvs_checks *c, struct busy_skips *bs, const char *name, const char *fmt,
+		      const char *why)
+{
+	add(c, CK_SKIP, "full", name, fmt, why);
+	fix(c, "Nothing is wrong with a GPU a job holds: run `nvsidecar doctor --full' again when the node is idle to verify it");
+	bs->name[bs->n++] = name;
+}
+
+static void full_p2p(struct nvs_checks *c, const struct nvs_doctor_opts *o, char *lib, const struct gpu_probe *g,
+		     struct busy_skips *bs)
 {
 	const char *argv[] = { o->self, "p2p", "--size", "4M", "--iters", "2", lib[0] ? "--lib" : NULL, lib, NULL };
-	char out[2048];
+	char out[2048], why[512];
 	bool to;
-	int st = run_child(argv, FULL_TIMEOUT_S, out, sizeof(out), &to);
+	int st;
 
-	if (st < 0) {
+	/* p2p takes a context on every GPU: one that is not free stops it */
+	if (busy_why(g, why, sizeof(why))[0]) {
+		skip_busy(c, bs, "full-p2p", "%s: the check did not run", why);
+		return;
+	}
+	st = run_child(argv, FULL_TIMEOUT_S, out, sizeof(out), &to);
+	if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) != NVS_EX_OK && said_unavailable(out)) {
+		skip_busy(c, bs, "full-p2p", "a GPU was taken by another process (exclusive-process mode) as the check started: it did not complete: %s",
+			  last_line(out));
+	} else if (st < 0) {
 		add(c, CK_FAIL, "full", "full-p2p", to ? "`p2p' did not finish in %d s" : "Unable to run `p2p' (%d)",
 		    to ? FULL_TIMEOUT_S : errno);
 		fix(c, "A copy that hangs points at a wedged GPU or broken P2P: `nvsidecar p2p' by hand, `dmesg' for Xid errors");
@@ -161,14 +355,16 @@ static void full_p2p(struct nvs_checks *c, const struct nvs_doctor_opts *o, char
 	}
 }
 
-static void full_rdma(struct nvs_checks *c, const struct nvs_doctor_opts *o, char *lib)
+static void full_rdma(struct nvs_checks *c, const struct nvs_doctor_opts *o, char *lib, const struct gpu_probe *g,
+		      struct busy_skips *bs)
 {
 	const struct nvs_check *gate = find(c, "gdr-dmabuf");
 	bool dmabuf = gate && gate->res == CK_OK;
+	char gpu[16] = "0";
 	const char *argv[] = { o->self, "rdma", "--loopback", "--mem", dmabuf ? "cuda-dmabuf" : "cuda-peermem",
-			       "--sizes", "64K,1M", "--iters", "4", "--timeout", "10",
+			       "--sizes", "64K,1M", "--iters", "4", "--timeout", "10", "--gpu", gpu,
 			       lib[0] ? "--cuda-lib" : NULL, lib, NULL };
-	char out[2048];
+	char out[2048], why[512];
 	bool to;
 	int st;
 
@@ -176,15 +372,32 @@ static void full_rdma(struct nvs_checks *c, const struct nvs_doctor_opts *o, cha
 		add(c, CK_SKIP, "full", "full-rdma", "no path to GPU memory for RDMA: libcuda's dma-buf gate is closed and nvidia-peermem is not loaded");
 		return;
 	}
+	/* the loopback needs one GPU: GPU 0, else the first free one */
+	if (g->ok && g->n && g->st[0] != 'F' && g->st[0] != 'E') {
+		const char *free_gpu = memchr(g->st, 'F', (size_t)g->n);
+
+		if (!free_gpu) {
+			skip_busy(c, bs, "full-rdma", "%s: the check did not run", busy_why(g, why, sizeof(why)));
+			return;
+		}
+		snprintf(gpu, sizeof(gpu), "%d", (int)(free_gpu - g->st));
+	}
 	st = run_child(argv, FULL_TIMEOUT_S, out, sizeof(out), &to);
-	if (st < 0) {
+	if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) != NVS_EX_OK && said_unavailable(out)) {
+		skip_busy(c, bs, "full-rdma", "GPU %s was taken by another process (exclusive-process mode) as the check started: it did not complete",
+			  gpu);
+	} else if (st < 0) {
 		add(c, CK_FAIL, "full", "full-rdma", to ? "`rdma --loopback' did not finish in %d s" : "Unable to run `rdma' (%d)",
 		    to ? FULL_TIMEOUT_S : errno);
 		fix(c, "`nvsidecar rdma --loopback --mem %s' by hand; docs/rdma.md", dmabuf ? "cuda-dmabuf" : "cuda-peermem");
 	} else if (!WIFEXITED(st)) {
 		add(c, CK_FAIL, "full", "full-rdma", "`rdma' died from signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 	} else if (WEXITSTATUS(st) == NVS_EX_OK) {
-		add(c, CK_OK, "full", "full-rdma", "%s", last_line(out));
+		if (strcmp(gpu, "0"))
+			add(c, CK_OK, "full", "full-rdma", "%s (on GPU %s: %s)", last_line(out), gpu,
+			    busy_why(g, why, sizeof(why)));
+		else
+			add(c, CK_OK, "full", "full-rdma", "%s", last_line(out));
 	} else if (WEXITSTATUS(st) == NVS_EX_MISSING) {
 		add(c, CK_SKIP, "full", "full-rdma", "%s", last_line(out));
 	} else {
@@ -196,6 +409,8 @@ static void full_rdma(struct nvs_checks *c, const struct nvs_doctor_opts *o, cha
 void nvs_doctor_full(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 {
 	char lib[4200] = "";
+	struct busy_skips bs = { { NULL }, 0 };
+	struct gpu_probe g;
 
 	if (!o->self) {
 		add(c, CK_SKIP, "full", "full", "no program to run the checks with");
@@ -210,9 +425,10 @@ void nvs_doctor_full(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 	}
 	if (!lib[0] && o->lib[0])
 		snprintf(lib, sizeof(lib), "%s", o->lib);
-	full_p2p(c, o, lib);
-	full_rdma(c, o, lib);
-	full_store(c, o);
+	busy_probe(&g, lib);
+	full_p2p(c, o, lib, &g, &bs);
+	full_rdma(c, o, lib, &g, &bs);
+	full_store(c, o, &bs);
 }
 
 /* "42 s", "17 min", "5 h", "3 days" */
@@ -259,25 +475,69 @@ static void settings_warn(struct nvs_checks *c, const char *dir)
 	}
 }
 
-static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o)
+static bool skipped_busy(const struct busy_skips *bs, const char *name)
 {
-	struct nvs_vcache *v = calloc(1, sizeof(*v));
-	char dir[4096], err[4400];
-	int64_t now = (int64_t)time(NULL);
+	for (size_t i = 0; i < bs->n; ++i)
+		if (!strcmp(bs->name[i], name))
+			return true;
+	return false;
+}
 
-	if (!v) {
+/*
+ * The previous verdict's FAIL for a check this run skipped as busy, when
+ * that verdict is still in force (same key, not older than max_age, as
+ * nvs_doctor_cached would use it); NULL otherwise.
+ */
+static const struct nvs_vresult *prev_fail(const struct nvs_vcache *prev, bool usable, const char *name)
+{
+	for (size_t i = 0; usable && i < prev->n; ++i)
+		if (prev->r[i].res == CK_FAIL && !strcmp(prev->r[i].name, name))
+			return &prev->r[i];
+	return NULL;
+}
+
+/*
+ * Stores what this run verified. A check skipped because a GPU was busy is
+ * stored as that SKIP, never as a FAIL, and never as an OK it did not earn;
+ * but the FAIL the previous verdict in force had for it is kept as it was
+ * (its message, fix and time): the job holding the GPU proves no repair,
+ * and the health check would resume the node it drained. The format is
+ * unchanged (version 2): a SKIP line is a SKIP line.
+ */
+static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o, const struct busy_skips *bs)
+{
+	struct nvs_vcache *v = calloc(1, sizeof(*v)), *prev = bs->n ? calloc(1, sizeof(*prev)) : NULL;
+	unsigned int max_age = nvs_env_verdict_max_age(NVS_VCACHE_MAX_AGE_DEF);
+	char dir[4096], err[4400], kept[256] = "", a[32];
+	int64_t now = (int64_t)time(NULL);
+	bool usable = false;
+
+	if (!v || (bs->n && !prev)) {
 		add(c, CK_WARN, "full", "full-cache", "Out of memory: the verdict was not stored");
-		return;
+		goto out;
 	}
 	nvs_vcache_dir(o->root, dir, sizeof(dir));
 	nvs_vkey_read(&v->key, o->root);
 	v->written = now;
+	if (prev && !nvs_vcache_load(prev, dir, err, sizeof(err)))
+		usable = nvs_vkey_diff(&prev->key, &v->key) == VK_N && now >= prev->written &&
+			 now - prev->written <= (int64_t)max_age;
 	for (size_t i = 0; i < c->n && v->n < NVS_VCACHE_MAX; ++i) {
 		const struct nvs_check *k = &c->v[i];
 		struct nvs_vresult *r = &v->r[v->n];
+		const struct nvs_vresult *f;
 
 		if (!cached_layer(k->layer))
 			continue;
+		if (skipped_busy(bs, k->name) && (f = prev_fail(prev, usable, k->name))) {
+			size_t o2 = strlen(kept);
+
+			*r = *f;
+			v->n++;
+			snprintf(kept + o2, sizeof(kept) - o2, "%s%s (%s old)", o2 ? ", " : "", f->name,
+				 age_str(now - f->verified, a, sizeof(a)));
+			continue;
+		}
 		r->res = k->res;
 		r->verified = now;
 		snprintf(r->layer, sizeof(r->layer), "%s", k->layer);
@@ -290,13 +550,20 @@ static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 		add(c, CK_WARN, "full", "full-cache", "the verdict was not stored: %s", err);
 		fix(c, "Later `doctor' runs and Slurm's health check cannot use this verdict: make %s writable, or set NVSIDECAR_STATE_DIR to a per-node writable directory (a read-only root needs one)",
 		    dir);
+	} else if (kept[0]) {
+		add(c, CK_WARN, "full", "full-cache",
+		    "verdict stored in %s/%s, keeping the last verdict's FAIL of %s: this run could not check again (a GPU was busy), and a busy GPU is no evidence of a repair",
+		    dir, NVS_VCACHE_FILE, kept);
+		fix(c, "Run `nvsidecar doctor --full' when the GPUs are free (the node idle or drained) to verify them again");
 	} else {
 		add(c, CK_OK, "full", "full-cache", "verdict stored in %s/%s for later runs (driver %s %s, kernel %s, BIOS %s %s)",
 		    dir, NVS_VCACHE_FILE, v->key.v[VK_DRIVER], v->key.v[VK_FLAVOUR], v->key.v[VK_KERNEL],
 		    v->key.v[VK_BIOS_VERSION], v->key.v[VK_BIOS_DATE]);
 	}
 	settings_warn(c, dir);
+out:
 	free(v);
+	free(prev);
 }
 
 void nvs_doctor_cached(struct nvs_checks *c, const struct nvs_doctor_opts *o)
@@ -353,8 +620,9 @@ void nvs_doctor_cached(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 		/* the layers this run checked itself are its own answer */
 		if (o->mode == NVS_DOCTOR_DEFAULT && strcmp(r->layer, "full"))
 			continue;
-		add(c, r->res, r->layer, r->name, "%s (verified %s ago by `doctor --full', key unchanged)", r->msg,
-		    age_str(now - r->verified, a, sizeof(a)));
+		/* a SKIP verified nothing (a busy GPU's check did not run): it was recorded */
+		add(c, r->res, r->layer, r->name, "%s (%s %s ago by `doctor --full', key unchanged)", r->msg,
+		    r->res == CK_SKIP ? "recorded" : "verified", age_str(now - r->verified, a, sizeof(a)));
 		if (r->fix[0])
 			fix(c, "%s", r->fix);
 	}

@@ -277,6 +277,10 @@ const char *nvs_vcache_dir(const char *root, char *buf, size_t len)
  * turn the FAIL of every node drained on a cached verdict into a WARN at
  * the upgrade, and the health check would resume those nodes until the
  * next --full (review of A5).
+ * A check --full could not run because a GPU was busy (another process's
+ * in exclusive-process mode, issue 23 item 3) is an ordinary SKIP line:
+ * no new result or field, so version 2 stays; doctor_full.c's full_store
+ * decides what is stored for it.
  */
 #define MAGIC "nvsidecar-verdict 2"
 #define MAGIC_V1 "nvsidecar-verdict 1"
