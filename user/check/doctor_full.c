@@ -232,8 +232,8 @@ static void busy_probe(struct gpu_probe *g, const char *lib)
 
 	memset(g, 0, sizeof(*g));
 	st = run_fn(probe_child, lib, PROBE_TIMEOUT_S, out, sizeof(out), &to);
-	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) || !(p = strstr(out, "probe ")) ||
-	    sscanf(p, "probe %d%n", &n, &used) != 1 || n < 0 || n > PROBE_MAX)
+	p = st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) ? NULL : strstr(out, "probe ");
+	if (!p || sscanf(p, "probe %d%n", &n, &used) != 1 || n < 0 || n > PROBE_MAX)
 		return;	/* no answer: the checks find out for themselves, as before */
 	p += used;
 	for (int i = 0; i < n; ++i) {
@@ -529,7 +529,8 @@ static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o, co
 
 		if (!cached_layer(k->layer))
 			continue;
-		if (skipped_busy(bs, k->name) && (f = prev_fail(prev, usable, k->name))) {
+		f = skipped_busy(bs, k->name) ? prev_fail(prev, usable, k->name) : NULL;
+		if (f) {
 			size_t o2 = strlen(kept);
 
 			*r = *f;
