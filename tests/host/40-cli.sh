@@ -317,7 +317,7 @@ EOF2
 # with the two words to write (admin review, small items b)
 eq="write the option and its value as two words"
 usage_table cli-option-equals-form <<EOF2
-Invalid argument: \`--frob=1': $eq, \`--frob 1'|status --frob=1
+Invalid argument: \`--frob=1': \`--frob' is not an option of status; its --help lists the options|status --frob=1
 Invalid argument: \`--gpu=0': $eq, \`--gpu 0'|thermal --gpu=0
 Invalid argument: \`--count=1': $eq, \`--count 1'|events --count=1
 Unknown setting: \`sample-hz=50': write the setting and its value as two words, \`sample-hz 50'|set 0 sample-hz=50
@@ -331,6 +331,40 @@ Invalid argument: \`--lib=/x': $eq, \`--lib /x'|libcuda status --lib=/x
 Invalid argument: \`--gpu=0': $eq, \`--gpu 0'|dmabuf probe --gpu=0
 Invalid argument: \`--frob'|rdma --loopback --frob
 EOF2
+# ...and what to write depends on the option (admin review of the CLI,
+# item 3): one that takes no value is written alone, not `--json yes'; one
+# the subcommand does not have is said to be none, not `--foo bar'
+nv="takes no value: write"
+usage_table cli-option-equals-no-value <<EOF2
+Invalid argument: \`--json=yes': \`--json' $nv \`--json'|status --json=yes
+Invalid argument: \`--help=1': \`--help' $nv \`--help'|p2p --help=1
+Invalid argument: \`--dump=1': \`--dump' $nv \`--dump'|thermal --dump=1
+Invalid argument: \`--dry-run=yes': \`--dry-run' $nv \`--dry-run'|idle-fix --dry-run=yes
+Invalid argument: \`--quick=1': \`--quick' $nv \`--quick'|doctor --quick=1
+Invalid argument: \`--strict=yes': \`--strict' $nv \`--strict'|doctor --strict=yes
+Invalid argument: \`--loopback=1': \`--loopback' $nv \`--loopback'|rdma --loopback=1
+Invalid argument: \`--in-place=1': \`--in-place' $nv \`--in-place'|libcuda patch --in-place=1
+Invalid argument: \`--dump=1': \`--dump' $nv \`--dump'|dmabuf probe --dump=1
+Invalid argument: \`--dump=1': \`--dump' $nv \`--dump'|topo --dump=1
+EOF2
+ua="is not an option of"
+usage_table cli-option-equals-unknown <<EOF2
+Invalid argument: \`--foo=bar': \`--foo' $ua p2p; its --help lists the options|p2p --foo=bar
+Invalid argument: \`--json=1': \`--json' $nv|events --json=1
+Invalid argument: \`--probe=1': \`--probe' $ua libcuda status;|libcuda status --probe=1
+Invalid argument: \`--fast=1': \`--fast' $ua rdma;|rdma --loopback --fast=1
+Invalid argument: \`--foo=1': \`--foo' $ua doctor;|doctor --foo=1
+Invalid argument: \`--follow=1': \`--follow' $ua events;|events --follow=1
+Invalid argument: \`--gpu=0': \`--gpu' $ua nccl-check;|nccl-check --gpu=0 $nlog
+Invalid argument: \`--frob=1': \`--frob' $ua set;|set 0 --frob=1
+EOF2
+bad=
+for words in "p2p --foo=bar" "status --json=yes" "doctor --foo=1" "rdma --loopback --fast=1"; do
+	# shellcheck disable=SC2086
+	"$bin" $words >/dev/null 2>"$work/err"
+	grep -q "two words" "$work/err" && bad+=" [$words] $(head -n 1 "$work/err")"
+done
+[[ -z $bad ]] && t_pass cli-option-equals-no-made-up-words || t_fail cli-option-equals-no-made-up-words "$bad"
 # the repeatable one still repeats
 "$bin" doctor --quick --brief --limit hotspot:90 --limit mem:95 >/dev/null 2>"$work/err"
 r=$?

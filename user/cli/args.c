@@ -30,12 +30,50 @@ int nvs_arg_action(int argc, const char *argv[], int from)
 	return from;
 }
 
-int nvs_arg_invalid(const char *sub, const char *arg)
+/* Whether the space-separated list opts names option name (len bytes); *value: written `NAME=' there. */
+static bool listed(const char *opts, const char *name, size_t len, bool *value)
+{
+	const char *w = opts;
+
+	while (w && *w) {
+		size_t n = strcspn(w, " ");
+
+		if (n && n - (w[n - 1] == '=') == len && !strncmp(w, name, len)) {
+			*value = w[n - 1] == '=';
+			return true;
+		}
+		w += n;
+		w += strspn(w, " ");
+	}
+	return false;
+}
+
+int nvs_arg_refuse(const char *sub, const char *arg, enum nvs_arg_kind kind)
 {
 	const char *eq = strncmp(arg, "--", 2) ? NULL : strchr(arg, '=');
+	int len = eq ? (int)(eq - arg) : 0;
 
-	if (eq && eq > arg + 2)
+	if (!eq || eq == arg + 2)
+		return out_usage(sub, "Invalid argument: `%s'", arg);
+	if (kind == NVS_ARG_VALUE)
 		return out_usage(sub, "Invalid argument: `%s': write the option and its value as two words, `%.*s %s' (an option without a value takes no `=')",
-				 arg, (int)(eq - arg), arg, eq + 1);
-	return out_usage(sub, "Invalid argument: `%s'", arg);
+				 arg, len, arg, eq + 1);
+	if (kind == NVS_ARG_FLAG)
+		return out_usage(sub, "Invalid argument: `%s': `%.*s' takes no value: write `%.*s'",
+				 arg, len, arg, len, arg);
+	return out_usage(sub, "Invalid argument: `%s': `%.*s' is not an option of %s; its --help lists the options",
+			 arg, len, arg, sub ? sub : PROG_NAME);
+}
+
+int nvs_arg_invalid(const char *sub, const char *arg, const char *opts)
+{
+	const char *eq = strncmp(arg, "--", 2) ? NULL : strchr(arg, '=');
+	enum nvs_arg_kind kind = NVS_ARG_UNKNOWN;
+	bool value = false;
+
+	/* every subcommand takes these two, as words of their own */
+	if (eq && (listed(opts, arg, (size_t)(eq - arg), &value) ||
+		   listed("--json --help", arg, (size_t)(eq - arg), &value)))
+		kind = value ? NVS_ARG_VALUE : NVS_ARG_FLAG;
+	return nvs_arg_refuse(sub, arg, kind);
 }

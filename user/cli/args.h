@@ -31,10 +31,30 @@ bool nvs_arg_given(const struct nvs_args_seen *s, const char *opt);
  * An argument the subcommand does not take: "Invalid argument: `ARG'"
  * through out_usage(), the same words in every subcommand. `--opt=value'
  * is refused alike everywhere (an option's value is the next word, as
- * nvsidecar(8) writes them), with the two words to write instead.
- * Returns NVS_EX_USAGE.
+ * nvsidecar(8) writes them), and what to write instead depends on --opt:
+ * an option that takes a value gets the two words, `--opt value'; one
+ * that takes none (`--json=yes') gets `--json' alone; an option the
+ * subcommand does not have gets that said, never a made-up `--foo bar'.
+ * opts lists the subcommand's options, space separated, those that take
+ * a value written with a trailing `=': "--dump --gpu= --size=" (--json
+ * and --help are every subcommand's and need not be listed). Returns
+ * NVS_EX_USAGE.
  */
-int nvs_arg_invalid(const char *sub, const char *arg);
+int nvs_arg_invalid(const char *sub, const char *arg, const char *opts);
+
+/* What nvs_arg_refuse() knows of the option in `--opt=value'. */
+enum nvs_arg_kind {
+	NVS_ARG_UNKNOWN,	/* not an option of this subcommand */
+	NVS_ARG_FLAG,		/* an option that takes no value */
+	NVS_ARG_VALUE,		/* an option whose value is the next word */
+};
+
+/*
+ * nvs_arg_invalid() for a subcommand whose options are not one fixed list
+ * (doctor: doctor.conf's keys are options too): the caller says what the
+ * part before `=' is.
+ */
+int nvs_arg_refuse(const char *sub, const char *arg, enum nvs_arg_kind kind);
 
 /*
  * The index of the first word from argv[from] on that is not `--json', or

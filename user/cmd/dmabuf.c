@@ -216,7 +216,7 @@ static int parse_args(int argc, const char *argv[], struct opts *o)
 		}
 		if (strcmp(a, "--gpu") && strcmp(a, "--source") && strcmp(a, "--fd") &&
 		    strcmp(a, "--importer") && strcmp(a, "--size") && strcmp(a, "--lib"))
-			return nvs_arg_invalid(u, a);
+			return nvs_arg_invalid(u, a, "--dump --gpu= --source= --fd= --importer= --size= --lib=");
 		if (!v)
 			return out_usage(u, "Missing value for `%s'", a);
 		if (nvs_arg_twice(&seen, u, a))

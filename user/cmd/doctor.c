@@ -167,6 +167,20 @@ static void usage(FILE *f, const char *prog)
 		PROG_NAME, prog, NVS_TOOL_VERSION, NVS_DOCTOR_CONF);
 }
 
+/* An argument doctor does not take; its options are doctor.conf's keys too. */
+static int refuse(const char *sub, const char *a)
+{
+	const char *eq = strncmp(a, "--", 2) ? NULL : strchr(a, '=');
+	char key[64];
+
+	if (!eq || (size_t)(eq - a) >= sizeof(key))
+		return nvs_arg_refuse(sub, a, NVS_ARG_UNKNOWN);
+	snprintf(key, sizeof(key), "%.*s", (int)(eq - a - 2), a + 2);
+	if (nvs_doctor_key_known(key))
+		return nvs_arg_refuse(sub, a, nvs_doctor_key_has_value(key) ? NVS_ARG_VALUE : NVS_ARG_FLAG);
+	return nvs_arg_invalid(sub, a, "--brief --quick --full --no-strict --config= --pci-dump=");
+}
+
 int doctor_main(int argc, const char *argv[])
 {
 	struct nvs_doctor_opts *o = malloc(sizeof(*o));
@@ -268,7 +282,7 @@ int doctor_main(int argc, const char *argv[])
 			}
 		} else {
 			free(o);
-			return nvs_arg_invalid(argv[0], a);
+			return refuse(argv[0], a);
 		}
 	}
 	if (brief && out_json()) {

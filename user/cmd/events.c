@@ -116,7 +116,7 @@ int events_main(int argc, const char *argv[])
 		} else if (!strcmp(a, "--json")) {
 			out_set_json(true);
 		} else if (strcmp(a, "--gpu") && strcmp(a, "--count") && strcmp(a, "--timeout")) {
-			return nvs_arg_invalid(argv[0], a);
+			return nvs_arg_invalid(argv[0], a, "--gpu= --count= --timeout=");
 		} else if (!v) {
 			return out_usage(argv[0], "Missing value for `%s'", a);
 		} else if (nvs_arg_twice(&once, argv[0], a)) {

@@ -106,7 +106,7 @@ int idle_fix_main(int argc, const char *argv[])
 			else if (!strcmp(a, "--lib"))
 				o.lib = v;
 		} else {
-			return nvs_arg_invalid(argv[0], a);
+			return nvs_arg_invalid(argv[0], a, "--dry-run --threshold= --checks= --timeout= --state= --nvml= --lib=");
 		}
 	}
 

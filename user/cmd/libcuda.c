@@ -167,7 +167,11 @@ static int parse(int argc, const char *argv[], struct opts *o, const char *sub)
 				return out_usage(usub, "Invalid size (1 byte to 1T, with an optional K, M or G suffix): `%s'",
 						 argv[i]);
 		} else {
-			return nvs_arg_invalid(usub, a);
+			/* what this action takes: parse() refuses the others' */
+			return nvs_arg_invalid(usub, a, !strcmp(sub, "status") ? "--dump --lib= --out= --state-dir= --device= --size=" :
+						 !strcmp(sub, "verify") ? "--probe --importer= --lib= --out= --state-dir= --device= --size=" :
+						 !strcmp(sub, "patch") ? "--in-place --lib= --out= --state-dir= --device= --size=" :
+						 "--lib= --out= --state-dir= --device= --size=");
 		}
 	}
 	if (out_json() && o->dump)

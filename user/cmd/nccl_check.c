@@ -415,7 +415,7 @@ int nccl_check_main(int argc, const char *argv[])
 				goto cleanup;
 			}
 		} else if (opts && a[0] == '-' && a[1]) {
-			ret = nvs_arg_invalid(argv[0], a);
+			ret = nvs_arg_invalid(argv[0], a, "--expect=");
 			goto cleanup;
 		} else {
 			files[nfiles++] = a;

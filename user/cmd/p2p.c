@@ -349,7 +349,7 @@ static int parse(int argc, const char *argv[], struct args *a)
 		} else if (strcmp(o, "--size") && strcmp(o, "--iters") && strcmp(o, "--min-efficiency") &&
 			   strcmp(o, "--pairs") && strcmp(o, "--lib") && strcmp(o, "--nccl-log") &&
 			   strcmp(o, "--pci-dump") && strcmp(o, "--log-host")) {
-			return nvs_arg_invalid(argv[0], o);
+			return nvs_arg_invalid(argv[0], o, "--size= --iters= --pairs= --lib= --nccl-log= --log-host= --pci-dump= --min-efficiency=");
 		} else if (!v) {
 			return out_usage(argv[0], "Missing value for `%s'", o);
 		} else if (nvs_arg_twice(&seen, argv[0], o)) {

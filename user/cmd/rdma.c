@@ -188,6 +188,10 @@ static void usage(FILE *f, const char *prog)
 		PROG_NAME, prog, NVS_RDMA_LAT_ITERS);
 }
 
+/* Every option, for nvs_arg_invalid(): those that take a value end in `=' */
+#define OPTIONS "--loopback --server --client= --dev= --peer-dev= --bind= --cuda-lib= --port= --mem= " \
+	"--peer-mem= --dmabuf-source= --gpu= --iters= --timeout= --wait= --sizes= --buffer= --op="
+
 static bool takes_value(const char *a)
 {
 	static const char *const names[] = {
@@ -231,7 +235,7 @@ static int parse(struct nvs_rdma_opts *o, int argc, const char *argv[])
 			takes = false;
 			out_set_json(true);
 		} else if (!takes_value(a)) {
-			return nvs_arg_invalid(argv[0], a);
+			return nvs_arg_invalid(argv[0], a, OPTIONS);
 		} else if (!v) {
 			return out_usage(argv[0], "Missing value for `%s'", a);
 		} else if (nvs_arg_twice(&seen, argv[0], a)) {
@@ -290,7 +294,7 @@ static int parse(struct nvs_rdma_opts *o, int argc, const char *argv[])
 			if (!o->do_write && !o->do_read)
 				return out_usage(argv[0], "Operation is write, read or both: `%s'", v);
 		} else {
-			return nvs_arg_invalid(argv[0], a);
+			return nvs_arg_invalid(argv[0], a, OPTIONS);
 		}
 		if (takes)
 			i++;

@@ -104,7 +104,7 @@ static int parse_args(int argc, const char *argv[], struct nvs_set_req *req, str
 		} else if (!strcmp(a, "sample-hz") || !strcmp(a, "mem-hz") || !strcmp(a, "threshold")) {
 			return out_usage(name, "Missing value for `%s'", a);
 		} else if (!strncmp(a, "--", 2)) {
-			return nvs_arg_invalid(name, a);
+			return nvs_arg_invalid(name, a, "");
 		} else {
 			return unknown_setting(name, a);
 		}

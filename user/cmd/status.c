@@ -127,7 +127,7 @@ int status_main(int argc, const char *argv[])
 		} else if (!strcmp(argv[i], "--json")) {
 			out_set_json(true);
 		} else {
-			return nvs_arg_invalid(argv[0], argv[i]);
+			return nvs_arg_invalid(argv[0], argv[i], "");
 		}
 	}
 	ret = nvs_cli_open(&c, true, NULL);

@@ -292,7 +292,7 @@ static int parse(int argc, const char *argv[], struct opts *o)
 			o->allow_loss = true;
 		} else if (strcmp(a, "--gpu") && strcmp(a, "--record") && strcmp(a, "--duration") &&
 			   strcmp(a, "--interval") && strcmp(a, "--count")) {
-			return nvs_arg_invalid(name, a);
+			return nvs_arg_invalid(name, a, "--dump --watch --allow-loss --gpu= --record= --duration= --interval= --count=");
 		} else if (!v) {
 			return out_usage(name, "Missing value for `%s'", a);
 		} else if (nvs_arg_twice(&seen, name, a)) {

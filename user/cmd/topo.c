@@ -332,7 +332,7 @@ int topo_main(int argc, const char *argv[])
 			if (nids < 0)
 				return out_usage(argv[0], "Invalid --gpu-ids (expected VID:DID[,VID:DID...]): `%s'", argv[i]);
 		} else {
-			return nvs_arg_invalid(argv[0], a);
+			return nvs_arg_invalid(argv[0], a, "--dump --pci-dump= --cmdline= --gpu-ids=");
 		}
 	}
 	if (out_json() && tsv)
