@@ -263,6 +263,36 @@ rc=$?
    $(jfield backup_kept_by <<<"$js") == None &&
    $(sha "$work/inplace2/libcuda.so.590.48.01") == "$orig" ]] && t_pass libcuda-restore-last-removes-backup ||
 	t_fail libcuda-restore-last-removes-backup "rc $rc: $js $(cat "$work/err") $(ls -A "$NVS_LIBCUDA_STATE")"
+# The undo a patch or restore prints is a command to paste: with the
+# --state-dir that was given (without it, restore looks in the default
+# directory, finds no record, and calls the patched library unrecorded),
+# each path one shell word (admin review of the CLI, item 1).
+sd="$work/state dir's"
+hl=$work/inplace3/libcuda.so.590.48.01 hl2=$work/inplace4/libcuda.so.590.48.01
+mkdir -p "$work/inplace3" "$work/inplace4"
+cp "$fx/590/libcuda.so.590.48.01" "$work/inplace3/"
+cp "$fx/590/libcuda.so.590.48.01" "$work/inplace4/"
+hint() { sed -n "s/.*$1 \`\(.*\)'.*/\1/p" "$work/out" | head -n 1; }
+want="$bin libcuda restore --lib $hl --state-dir '$work/state dir'\\''s'"
+"$bin" libcuda patch --in-place --lib "$hl" --state-dir "$sd" >"$work/out" 2>"$work/err"
+h1=$(hint 'undo with')
+"$bin" libcuda patch --in-place --lib "$hl" --state-dir "$sd" >"$work/out" 2>>"$work/err"
+h2=$(hint 'Undo with')
+"$bin" libcuda patch --in-place --lib "$hl2" --state-dir "$sd" >/dev/null 2>>"$work/err"
+eval "$h1" >"$work/out" 2>>"$work/err"
+rc=$?
+h3=$(hint 'restored too:')
+[[ $h1 == "$want" && $h2 == "$want" && $rc == 0 && $(sha "$hl") == "$orig" &&
+   $h3 == "$bin libcuda restore --lib $hl2 --state-dir '$work/state dir'\\''s'" ]] &&
+	eval "$h3" >/dev/null 2>>"$work/err" && [[ $(sha "$hl2") == "$orig" && ! -e $sd/backup-$orig.so ]] &&
+	t_pass libcuda-undo-hint-state-dir ||
+	t_fail libcuda-undo-hint-state-dir "rc $rc: [$h1] [$h2] [$h3] $(tr '\n' ' ' <"$work/err")"
+# without --state-dir the hint names none (NVS_LIBCUDA_STATE is in the environment)
+"$bin" libcuda patch --in-place --lib "$hl" >"$work/out" 2>"$work/err"
+h1=$(hint 'undo with')
+[[ $h1 == "$bin libcuda restore --lib $hl" ]] && eval "$h1" >/dev/null 2>>"$work/err" &&
+	[[ $(sha "$hl") == "$orig" ]] && t_pass libcuda-undo-hint-default-state ||
+	t_fail libcuda-undo-hint-default-state "[$h1] $(cat "$work/err")"
 # the --help of verify and restore says what they do now (admin review,
 # small items d): a non-dma-buf export fails; restore removes its backup,
 # or keeps one that is shared

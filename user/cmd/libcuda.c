@@ -6,6 +6,7 @@
  * through the CUDA driver API, and notice when a driver upgrade has made a
  * patched copy stale. The engine is libcuda/; this file asks and shows.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -40,7 +41,7 @@
 
 struct opts {
 	const char *lib, *out, *state;
-	bool dump, in_place, probe;
+	bool dump, in_place, probe, state_given;
 	const char *importer;
 	int device;
 	uint64_t bytes;
@@ -158,6 +159,7 @@ static int parse(int argc, const char *argv[], struct opts *o, const char *sub)
 			if (!*v)
 				return out_usage(usub, "Empty value for `%s'", a);
 			*(a[2] == 'l' ? &o->lib : a[2] == 'o' ? &o->out : &o->state) = argv[++i];
+			o->state_given |= a[2] == 's';
 		} else if (!strcmp(a, "--device")) {
 			if (nvs_parse_u64(argv[++i], 0, INT32_MAX, &n))
 				return out_usage(usub, "Invalid device ordinal (a CUDA device number): `%s'", argv[i]);
@@ -424,6 +426,49 @@ static const char *export_line(const char *dir, char *buf, size_t len)
 	return buf;
 }
 
+/* Appends s to buf (n bytes used of len, kept terminated; what does not fit is cut). */
+static size_t add(char *buf, size_t n, size_t len, const char *s)
+{
+	for (; *s && n + 1 < len; ++s)
+		buf[n++] = *s;
+	if (n < len)
+		buf[n] = '\0';
+	return n;
+}
+
+/* Appends s to buf as one shell word: as it is when plain, else in '' quotes. */
+static size_t add_word(char *buf, size_t n, size_t len, const char *s)
+{
+	bool plain = *s != '\0';
+
+	for (const char *c = s; *c; ++c)
+		plain &= isalnum((unsigned char)*c) || strchr("%+,-./:=@_", *c);
+	if (plain)
+		return add(buf, n, len, s);
+	n = add(buf, n, len, "'");
+	for (char c[2] = { 0 }; *s; ++s) {
+		c[0] = *s;
+		n = add(buf, n, len, *s == '\'' ? "'\\''" : c);
+	}
+	return add(buf, n, len, "'");
+}
+
+/*
+ * "nvsidecar libcuda restore --lib LIB", the undo a patch or restore
+ * hints at, with --state-dir DIR when the admin gave one: the in-place
+ * record is there, and a restore that looks in the default directory
+ * finds nothing to restore. Each path is one shell word.
+ */
+static const char *restore_line(const struct opts *o, const char *lib, char *buf, size_t len)
+{
+	size_t n = add(buf, 0, len, PROG_NAME);
+
+	n = add_word(buf, add(buf, n, len, " libcuda restore --lib "), len, lib);
+	if (o->state_given)
+		add_word(buf, add(buf, n, len, " --state-dir "), len, o->state);
+	return buf;
+}
+
 static bool has_control(const char *s)
 {
 	for (; *s; ++s)
@@ -434,7 +479,7 @@ static bool has_control(const char *s)
 
 static int cmd_patch(const struct opts *o)
 {
-	char path[PATH_MAX], err[PATH_MAX + 1024], line[4 * PATH_MAX + 64];
+	char path[PATH_MAX], err[PATH_MAX + 1024], line[8 * PATH_MAX + 64];
 	struct lc_patch_result res;
 	int ret;
 
@@ -457,7 +502,7 @@ static int cmd_patch(const struct opts *o)
 		out_str(OUT_JSON, "output_sha256", NULL, res.output_sha256);
 		out_str(OUT_JSON, "source_sha256", NULL, res.source_sha256);
 		out_str(OUT_JSON, "driver_version", NULL, res.driver_version);
-		out_text("Undo with `%s libcuda restore --lib %s'\n", PROG_NAME, path);
+		out_str(OUT_TEXT, NULL, "Undo with `%s'\n", restore_line(o, path, line, sizeof(line)));
 		return out_end() < 0 ? NVS_EX_FAIL : NVS_EX_OK;
 	}
 	if (ret == -EALREADY) {
@@ -503,10 +548,12 @@ static int cmd_patch(const struct opts *o)
 	out_arr_end(OUT_JSON);
 	if (res.removed[0])
 		out_str(OUT_TEXT, NULL, "Removed the previous driver's copy %s\n", res.removed);
-	if (!res.in_place)
+	if (!res.in_place) {
 		out_str(OUT_TEXT, NULL, "Use it with:\n  %s\n", export_line(res.outdir, line, sizeof(line)));
-	else
-		out_text("Backup: %s (undo with `%s libcuda restore --lib %s')\n", res.backup, PROG_NAME, path);
+	} else {
+		out_str(OUT_TEXT, NULL, "Backup: %s", res.backup);
+		out_str(OUT_TEXT, NULL, " (undo with `%s')\n", restore_line(o, path, line, sizeof(line)));
+	}
 	lc_patch_result_free(&res);
 	ret = out_end() < 0 ? NVS_EX_FAIL : NVS_EX_OK;
 	if (res.version_mismatch[0])
@@ -517,7 +564,7 @@ static int cmd_patch(const struct opts *o)
 
 static int cmd_restore(const struct opts *o)
 {
-	char path[PATH_MAX], err[PATH_MAX * 2];
+	char path[PATH_MAX], err[PATH_MAX * 2], line[8 * PATH_MAX + 64];
 	struct lc_restore_result res;
 	int ret = pick(o, path, sizeof(path));
 
@@ -572,8 +619,8 @@ static int cmd_restore(const struct opts *o)
 		out_str(OUT_TEXT, NULL, "Kept the backup %s: ", res.backup);
 		out_str(OUT_TEXT, NULL, "the in-place record %s ", res.kept_by);
 		out_str(OUT_TEXT, NULL, "still names it, for %s (the same original).\n", res.kept_for);
-		out_str(OUT_TEXT, NULL, "It goes when that library is restored too: `%s libcuda restore ", PROG_NAME);
-		out_str(OUT_TEXT, NULL, "--lib %s'\n", res.kept_for);
+		out_str(OUT_TEXT, NULL, "It goes when that library is restored too: `%s'\n",
+			restore_line(o, res.kept_for, line, sizeof(line)));
 	} else {
 		out_str(OUT_TEXT, NULL, "Kept the backup %s: ", res.backup);
 		out_str(OUT_TEXT, NULL, "%s.\n", res.kept_why);
