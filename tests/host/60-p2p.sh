@@ -386,6 +386,15 @@ assert n['node'] == '$node' and n['log_host'] is None and n['gpus_in_log'] is No
 # several hosts, none of them this node: all are named
 run p2p --lib "$work/nonexistent.so" --nccl-log "$nccl/nccl-2.14-mpirun-tag-output.log"
 check p2p-log-other-hosts-refused 2 'assert "from 2 hosts (node01, node02), none of them this node" in err and "--log-host node01" in err, err'
+# Two writers glued into one line: "...NCCL INFO Connectednode22:9202:9202
+# [1] NCCL INFO Connected all trees" names no host "Connectednode22"
+# (admin review of the CLI, item 4)
+run p2p --lib "$work/nonexistent.so" --nccl-log "$nccl/nccl-2.23-python-logging.log" --json
+check p2p-log-interleaved-no-host 2 '
+n = d["nccl_log"]
+assert n["hosts"] == ["node21", "node22"] and n["host_count"] == 2, n
+assert "from 2 hosts (node21, node22)" in d["error"], d
+'
 # --log-host names a host the log does not hold
 run p2p --lib "$work/nonexistent.so" --nccl-log "$nccl/nccl-2.21-single-process.log" --log-host gpu09
 check p2p-log-host-not-in-log 2 'assert "has no lines of gpu09 (--log-host)" in err and "names 1 host(s), gpu01" in err, err'
@@ -423,6 +432,22 @@ FAKE_CUDA_BUSIDS=$ids p2p --pci-dump "$topo/5090-clean.dump" --nccl-log "$work/m
 check p2p-log-multi-host-text 0 "
 assert 'the log holds 2 host(s) (${short^^}, node02): only the lines of ${short^^} are judged, 24 line(s) of other hosts are not' in out, out
 "
+# a 64-character host name (HOST_NAME_MAX) is this node's whole: cut to 63
+# it named no node (admin review of the CLI, item 6). A UTS namespace gives
+# this node the name; the log's lines name it.
+long=n123456789012345678901234567890123456789012345678901234567890123
+if [[ ${#long} == 64 ]] && unshare -u true 2>/dev/null; then
+	sed "s/^gpu01:/$long:/" "$work/gpu01-2gpus.log" >"$work/long.log"
+	FAKE_CUDA_BUSIDS=$ids t_cmd "$work" 120 unshare -u sh -c 'hostname "$1" && shift && exec "$@"' sh "$long" \
+		"$bin" p2p --lib "$lib" --size 256K --iters 3 --pci-dump "$topo/5090-clean.dump" --nccl-log "$work/long.log" --json
+	check p2p-log-host-64-chars 0 "
+n = d['nccl_log']
+assert n['node'] == '$long' and n['hosts'] == ['$long'] and n['host'] == '$long', n
+assert n['host_checked'] is True and n['gpus_in_log'] == 2, n
+"
+else
+	t_skip p2p-log-host-64-chars "unshare -u (a UTS namespace) is not permitted here"
+fi
 # a log whose lines name no host: judged, with a note that it could not be checked
 sed -E 's/^[^ ]*:[0-9]+:[0-9]+ (\[[0-9]+\] NCCL)/\1/' "$work/gpu01-2gpus.log" >"$work/hostless.log"
 FAKE_CUDA_BUSIDS=$ids p2p --pci-dump "$topo/5090-clean.dump" --nccl-log "$work/hostless.log" --json

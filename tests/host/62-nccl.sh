@@ -100,6 +100,16 @@ assert {c["host"] for c in d["connections"]} == {"node21", "node22"}, d["connect
 assert d["interleaved"] == 1 and d["init_complete"] == 4 and d["version"] == "2.23.4+cuda12.6"
 assert d["expect"]["p2p"]["ok"] and d["expect"]["gdr"]["ok"]
 '
+# its last line is two writers glued together ("...NCCL INFO Connected" cut
+# short, then "node22:9202:9202 [1] NCCL INFO Connected all trees"): the
+# glued word "Connectednode22" is no host (admin review of the CLI, item 4).
+# Without nNodes the node count is the hosts the prefixes name.
+sed 's/ nNodes 2 / /' "$nccl/nccl-2.23-python-logging.log" >"$work/python-nonnodes.log"
+run nccl-check --json "$work/python-nonnodes.log"
+check nccl-223-interleaved-no-host 0 '
+assert d["nodes"] == 2 and d["interleaved"] == 1, (d["nodes"], d["interleaved"])
+assert all(c["host"] in ("node21", "node22") for c in d["connections"]), d["connections"]
+'
 run nccl-check --json --expect p2p,gdr "$nccl/nccl-2.23-subsys-net-p2p.log"
 check nccl-223-subsys-filtered 0 '
 assert d["truncated"] is False and d["filtered"] is True, d

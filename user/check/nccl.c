@@ -192,18 +192,71 @@ static const char *rchr(const char *s, const char *e, char c)
 }
 
 /*
+ * The host of an NCCL prefix whose "[dev]" opens at o (o[-1] is a space):
+ * "host:pid:tid [dev]" (src/debug.cc), host starting after the last ':',
+ * ']' or '>' of its word (see parse_prefix); NULL when the word before
+ * " [dev]" is not "host:pid:tid". *colon: the ':' after host.
+ */
+static const char *prefix_host(const char *line, const char *o, const char **colon)
+{
+	const char *tok = o - 1, *t1, *t2, *h;
+
+	while (tok > line && !isspace((unsigned char)tok[-1]))
+		tok--;
+	t2 = rchr(tok, o - 1, ':');
+	if (!t2 || !digits(t2 + 1, o - 1))
+		return NULL;
+	t1 = rchr(tok, t2, ':');
+	if (!t1 || !digits(t1 + 1, t2))
+		return NULL;
+	for (h = t1; h > tok && h[-1] != ':' && h[-1] != ']' && h[-1] != '>'; --h)
+		;
+	*colon = t1;
+	return h;
+}
+
+/* Whether line holds, before end, an NCCL mark or a whole "host:pid:tid [dev]" prefix. */
+static bool nccl_before(const char *line, const char *end)
+{
+	const char *m, *c, *colon;
+
+	for (m = line; (m = strstr(m, "NCCL ")) && m < end; m += 5)
+		if (!strncmp(m + 5, "INFO ", 5) || !strncmp(m + 5, "WARN ", 5) || !strncmp(m + 5, "TRACE ", 6))
+			return true;
+	for (m = line + 1; m < end; ++m) {
+		if (*m != '[' || m[-1] != ' ')
+			continue;
+		c = memchr(m, ']', (size_t)(end - m));
+		if (c && digits(m + 1, c) && prefix_host(line, m, &colon))
+			return true;
+	}
+	return false;
+}
+
+/*
  * The prefix is "host:pid:tid [dev] " (src/debug.cc) and, for WARN and
  * TRACE, "file:line" or a time after [dev]. Whatever comes before host
  * (Open MPI's "[1,0]<stdout>:", Python logging's "INFO:root:", srun's
  * "0: ", pdsh's "node01: ", NCCL 2.26's "[date time] ") is not the host:
  * host names have no colons, so host starts after the last ':', ']' or '>'.
+ *
+ * The prefix is the first thing NCCL writes on a line, so only a
+ * launcher's text may come before it, and no launcher writes NCCL's own
+ * mark or another "host:pid:tid [dev]". When one does come before it, two
+ * writers' output was glued into one line (a message cut short, then a
+ * whole line: "node21:9101:9101 [0] NCCL INFO Connectednode22:9202:9202
+ * [1] NCCL INFO Connected all trees", tests/nccl/nccl-2.23-python-logging):
+ * the word before ":pid:tid" is the first message's tail run into the
+ * second host, and where one ends and the other begins cannot be told
+ * ("Connectednode22"). Such a line names no host (nor pid); its "[dev]"
+ * still stands, as for a line without a host.
  */
 static void parse_prefix(const char *line, const char *mark, char *host, size_t hlen, int *pid, int *dev)
 {
 	host[0] = 0;
 	*pid = *dev = -1;
 	for (const char *b = mark; b > line; --b) {
-		const char *o = b - 1, *c, *tok, *t1, *t2, *h;
+		const char *o = b - 1, *c, *t1, *h;
 
 		if (*o != '[' || o == line || o[-1] != ' ')
 			continue;
@@ -212,20 +265,14 @@ static void parse_prefix(const char *line, const char *mark, char *host, size_t 
 			continue;
 		if (*dev < 0 && (c + 2 == mark || c + 1 == mark))
 			*dev = atoi(o + 1);	/* "[0] NCCL INFO" with no host before it */
-		tok = o - 1;
-		while (tok > line && !isspace((unsigned char)tok[-1]))
-			tok--;
-		t2 = rchr(tok, o - 1, ':');
-		if (!t2 || !digits(t2 + 1, o - 1))
+		h = prefix_host(line, o, &t1);
+		if (!h)
 			continue;
-		t1 = rchr(tok, t2, ':');
-		if (!t1 || !digits(t1 + 1, t2))
-			continue;
-		for (h = t1; h > tok && h[-1] != ':' && h[-1] != ']' && h[-1] != '>'; --h)
-			;
+		*dev = atoi(o + 1);
+		if (nccl_before(line, h))
+			return;		/* glued onto another writer's text: no host */
 		snprintf(host, hlen, "%.*s", (int)(t1 - h), h);
 		*pid = atoi(t1 + 1);
-		*dev = atoi(o + 1);
 		return;
 	}
 }
@@ -512,7 +559,7 @@ static int note_ids(struct nvs_nccl_log *log, const char *msg, int dev)
 static int parse_line(struct nvs_nccl_log *log, char *line)
 {
 	const char *mark = NULL, *m, *v, *msg;
-	char host[64];
+	char host[NVS_NCCL_HOST_LEN];
 	int pid, dev, ret;
 
 	for (m = line; (m = strstr(m, "NCCL ")); m += 5)

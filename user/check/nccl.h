@@ -2,6 +2,7 @@
 #ifndef CHECK_NCCL_H
 #define CHECK_NCCL_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -17,6 +18,13 @@
  * put in front of a line: Open MPI's --tag-output, pdsh, srun --label,
  * Python logging, NCCL 2.26's WARN timestamps.
  */
+/*
+ * A host name as a prefix writes it: NCCL's is the node's name (up to its
+ * first dot), and Linux allows HOST_NAME_MAX (64) characters; a 64-character
+ * name cut to 63 would never match the node it names.
+ */
+#define NVS_NCCL_HOST_LEN	(HOST_NAME_MAX + 1)
+
 enum nvs_nccl_transport {
 	NVS_NCCL_P2P_DIRECT,	/* P2P/direct pointer: one process, peer pointers */
 	NVS_NCCL_P2P_IPC,	/* P2P/IPC: across processes, CUDA IPC handles */
@@ -30,7 +38,7 @@ enum nvs_nccl_transport {
 };
 
 struct nvs_nccl_conn {
-	char host[64];
+	char host[NVS_NCCL_HOST_LEN];
 	int pid, dev;		/* from the line prefix; -1 unknown */
 	char kind[8];		/* Channel or Ring */
 	int channel;
@@ -44,7 +52,7 @@ struct nvs_nccl_conn {
 
 struct nvs_nccl_note {
 	bool warn;		/* an NCCL WARN line */
-	char host[64];
+	char host[NVS_NCCL_HOST_LEN];
 	int dev;
 	char text[256];
 	const char *explain;	/* why it matters; NULL when we have nothing to add */
@@ -53,7 +61,7 @@ struct nvs_nccl_note {
 
 /* A GPU that a line names: host and CUDA device. */
 struct nvs_nccl_gpu {
-	char host[64];
+	char host[NVS_NCCL_HOST_LEN];
 	int dev;
 };
 

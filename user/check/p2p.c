@@ -316,7 +316,8 @@ void nvs_p2p_origin_init(struct nvs_p2p_origin *o, struct nvs_nccl_log *log, con
 {
 	memset(o, 0, sizeof(*o));
 	o->node_gpus = -1;
-	if (gethostname(o->node, sizeof(o->node) - 1))
+	/* all of it: glibc refuses (ENAMETOOLONG) a buffer without room for the NUL */
+	if (gethostname(o->node, sizeof(o->node)))
 		o->node[0] = 0;
 	o->node[sizeof(o->node) - 1] = 0;
 	o->log_host = log_host;

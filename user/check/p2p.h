@@ -73,12 +73,12 @@ struct nvs_p2p_run {
  * has is not from its current hardware.
  */
 struct nvs_p2p_origin {
-	char node[256];		/* this node's name (gethostname); "" unknown */
+	char node[HOST_NAME_MAX + 1];	/* this node's name (gethostname); "" unknown */
 	const char *log_host;	/* --log-host, or NULL */
 	const char *want;	/* the host the lines must be from: log_host, else node */
 	size_t hosts;		/* hosts the log's prefixes name */
 	char host_list[192];	/* "gpu01, gpu02" (the first ones) */
-	char used[64];		/* the log's spelling of want; "" when it names no host */
+	char used[NVS_NCCL_HOST_LEN];	/* the log's spelling of want; "" when it names no host */
 	bool host_checked;	/* the log names hosts, and want is one of them */
 	size_t other_lines;	/* NCCL lines of other hosts, not judged */
 	size_t log_gpus;	/* GPUs the judged lines name */
