@@ -386,6 +386,20 @@ assert n['node'] == '$node' and n['log_host'] is None and n['gpus_in_log'] is No
 # several hosts, none of them this node: all are named
 run p2p --lib "$work/nonexistent.so" --nccl-log "$nccl/nccl-2.14-mpirun-tag-output.log"
 check p2p-log-other-hosts-refused 2 'assert "from 2 hosts (node01, node02), none of them this node" in err and "--log-host node01" in err, err'
+# --log-host on a log that names no host cannot be checked: exit 2, and
+# what to do (admin review of the CLI, item 5); the JSON error document too
+sed -E 's/^[^ ]*:[0-9]+:[0-9]+ (\[[0-9]+\] NCCL)/\1/' "$nccl/nccl-2.21-single-process.log" >"$work/hostless-8.log"
+run p2p --lib "$work/nonexistent.so" --nccl-log "$work/hostless-8.log" --log-host gpu01
+check p2p-log-host-hostless-log 2 '
+assert "carries no host names" in err and "--log-host gpu01 cannot be checked" in err, err
+assert "drop --log-host" in err and "Unable to load" not in err and not out, (out, err)
+'
+run p2p --lib "$work/nonexistent.so" --nccl-log "$work/hostless-8.log" --log-host gpu01 --json
+check p2p-log-host-hostless-log-json 2 '
+assert d["ok"] is False and d["exit"] == 2 and "carries no host names" in d["error"], d
+n = d["nccl_log"]
+assert n["hosts"] == [] and n["log_host"] == "gpu01" and n["host_checked"] is False, n
+'
 # Two writers glued into one line: "...NCCL INFO Connectednode22:9202:9202
 # [1] NCCL INFO Connected all trees" names no host "Connectednode22"
 # (admin review of the CLI, item 4)

@@ -348,7 +348,17 @@ int nvs_p2p_origin_host(struct nvs_p2p_origin *o, const struct nvs_nccl_log *log
 	if (shown < log->hosts.n)
 		snprintf(o->host_list + len, sizeof(o->host_list) - len, " and %zu more", log->hosts.n - shown);
 	o->host_checked = o->used[0];
-	/* a log whose lines name no host is taken as it is: the caller says so */
+	/*
+	 * A log whose lines name no host is taken as it is (the caller says
+	 * so), unless --log-host names one: that cannot be checked, and taking
+	 * the name on trust would say the log is that host's.
+	 */
+	if (!log->hosts.n && o->log_host) {
+		snprintf(err, errlen,
+			 "`%.300s' carries no host names (its lines have no \"host:pid:tid [dev]\" prefix), so --log-host %.64s cannot be checked against it: drop --log-host to judge the log as it is, its host unchecked",
+			 name, o->log_host);
+		return -EXDEV;
+	}
 	if (!log->hosts.n || o->host_checked)
 		return 0;
 	if (o->log_host)

@@ -95,7 +95,8 @@ void nvs_p2p_origin_init(struct nvs_p2p_origin *o, struct nvs_nccl_log *log, con
 /*
  * After reading: 0 when the log is this node's (or --log-host's), or names
  * no host at all; -EXDEV with a message naming the hosts, this node and
- * what to do when none of its hosts is.
+ * what to do when none of its hosts is, or when --log-host names a host
+ * and the log names none (nothing to check the name against).
  */
 int nvs_p2p_origin_host(struct nvs_p2p_origin *o, const struct nvs_nccl_log *log, const char *path, char *err,
 			size_t errlen);
