@@ -359,6 +359,32 @@ run p2p --lib /dev/null
 check p2p-lib-device 2 'assert "not a regular file (a special file)" in err and not out, (out, err)'
 run p2p --json --nccl-log "$work/none.log"
 check p2p-json-error 2 'assert d == {"ok": False, "exit": 2, "error": d["error"]} and "none.log" in d["error"], (out, err)'
+# a named FIFO read as empty says why, as nccl-check does (admin review of
+# the CLI, item 2): no writer yet, or a writer that wrote nothing; in the
+# JSON error document's input_notes too
+run p2p --lib "$work/nonexistent.so" --nccl-log "$work/fifo"
+check p2p-nccl-log-fifo-no-writer 2 '
+assert "is a named FIFO that had no writer when it was opened" in err and "p2p --nccl-log -" in err, err
+assert "no NCCL INFO or WARN lines in 0 line(s)" in err and "Unable to load" not in err and not out, (out, err)
+'
+run p2p --lib "$work/nonexistent.so" --nccl-log "$work/fifo" --json
+check p2p-nccl-log-fifo-no-writer-json 2 '
+assert d["ok"] is False and d["exit"] == 2 and "no NCCL INFO" in d["error"], d
+n = d["input_notes"]
+assert len(n) == 1 and "had no writer when it was opened" in n[0], n
+'
+mkfifo "$work/fifo2"
+(exec 3<>"$work/fifo2"; : >"$work/opened"; sleep 0.5) &
+cpid=$!
+for _ in $(seq 50); do [[ -e $work/opened ]] && break; sleep 0.05; done
+run p2p --lib "$work/nonexistent.so" --nccl-log "$work/fifo2" --json
+wait "$cpid" 2>/dev/null
+check p2p-nccl-log-fifo-writer-empty 2 '
+assert "whose writer closed it without writing anything" in err and "had no writer" not in err, err
+n = d["input_notes"]
+assert len(n) == 1 and "whose writer closed it without writing anything" in n[0], n
+'
+rm -f "$work/fifo2" "$work/opened"
 # an NCCL log through a pipe (read once)
 FAKE_CUDA_BUSIDS=$ids SIZE=4M p2p --pci-dump "$topo/5090-clean.dump" --json --log-host gpu01 \
 	--nccl-log <(cat "$work/gpu01-2gpus.log")

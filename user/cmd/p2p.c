@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "check/p2p.h"
 #include "cli/args.h"
@@ -392,6 +393,46 @@ static int parse(int argc, const char *argv[], struct args *a)
 	return 0;
 }
 
+/*
+ * A FIFO in the file system (lstat: <(...) is a /dev/fd symlink to an
+ * anonymous pipe, whose writer is there from the start). The reader opens
+ * it without waiting (lib/io.c), so one without a writer yet reads as empty.
+ */
+static bool named_fifo(const char *path)
+{
+	struct stat st;
+
+	return strcmp(path, "-") && !lstat(path, &st) && S_ISFIFO(st.st_mode);
+}
+
+/*
+ * What --nccl-log itself showed, in nccl-check's words: a named FIFO read
+ * as empty, with no writer or with one that wrote nothing. Said on stderr
+ * as it is found; note keeps it for the JSON document ("" when none).
+ */
+static void fifo_note(const char *path, const struct nvs_nccl_log *log, char *note, size_t len)
+{
+	note[0] = 0;
+	if (log->lines || !named_fifo(path))
+		return;
+	if (log->no_writer)
+		snprintf(note, len, "`%s' is a named FIFO that had no writer when it was opened: p2p does not wait for one (a log that never comes would hang it); start the writer first, or pipe the log in: WRITER | %s p2p --nccl-log -",
+			 path, PROG_NAME);
+	else
+		snprintf(note, len, "`%s' is a named FIFO whose writer closed it without writing anything: the log is empty; check that the program writing it has output (run with NCCL_DEBUG=INFO)",
+			 path);
+	out_note("%s", note);
+}
+
+/* "input_notes", as nccl-check's: what the input showed (note "" for none). */
+static void show_input_notes(const char *note)
+{
+	out_arr(OUT_JSON, "input_notes");
+	if (note[0])
+		out_str(OUT_JSON, NULL, NULL, note);
+	out_arr_end(OUT_JSON);
+}
+
 /* Any failed level fails the run: "it enumerates" is not "it works". */
 static int ladder_exit(const struct nvs_ladder *l)
 {
@@ -409,7 +450,7 @@ int p2p_main(int argc, const char *argv[])
 	struct nvs_pci pci = { 0 };
 	struct args a;
 	bool have_pci = false;
-	char err[1024];
+	char err[1024], note[1024] = "";
 	int ret;
 
 	nvs_nccl_init(&nccl);
@@ -427,8 +468,15 @@ int p2p_main(int argc, const char *argv[])
 				       NVS_EX_PERM : NVS_EX_USAGE, "Unable to use --nccl-log: %s", err);
 			goto out;
 		}
+		fifo_note(a.nccl_log, &nccl, note, sizeof(note));
 		/* a log without NCCL lines cannot judge level 3: say so before the GPU work */
 		if (!nccl.nccl_lines) {
+			/* the error document carries the note too (out_fail() completes it) */
+			if (note[0] && out_json()) {
+				out_begin(true);
+				show_input_notes(note);
+				out_end();
+			}
 			ret = out_fail(NVS_EX_USAGE,
 				       "Unable to use --nccl-log: no NCCL INFO or WARN lines in %zu line(s) of `%s': run the job with NCCL_DEBUG=INFO and pass its output",
 				       nccl.lines, strcmp(a.nccl_log, "-") ? a.nccl_log : "standard input");
@@ -439,6 +487,7 @@ int p2p_main(int argc, const char *argv[])
 			if (out_json()) {
 				out_begin(true);
 				show_origin(&origin, &nccl, a.nccl_log, true);
+				show_input_notes(note);
 				out_end();
 			}
 			ret = out_fail(NVS_EX_USAGE, "Unable to use --nccl-log: %s", err);
@@ -487,6 +536,8 @@ int p2p_main(int argc, const char *argv[])
 	out_bool(OUT_JSON, "ok", NULL, !ret);
 	out_int(OUT_JSON, "exit", NULL, ret);
 	show(rn, &origin, &nccl, a.nccl_log);
+	if (a.nccl_log)
+		show_input_notes(note);
 	if (out_end() < 0 && !ret)
 		ret = NVS_EX_FAIL;
 out_close:
