@@ -126,8 +126,9 @@ fuzz_one() {
 
 # Two targets at a time (NVS_FUZZ_JOBS, default the CPU count): each
 # libFuzzer process is single-threaded, so on CI's two cores the suite
-# takes half the time for the same executions per target.
-jobs=${NVS_FUZZ_JOBS:-$(nproc)}
+# takes half the time for the same executions per target. Beside a VM
+# lane (tests/run sets NVS_HOST_JOBS=1) one at a time.
+jobs=${NVS_FUZZ_JOBS:-${NVS_HOST_JOBS:-$(nproc)}}
 running=()
 for t in "${targets[@]}"; do
 	fuzz_one "$t" &

@@ -856,7 +856,7 @@ if ! command -v valgrind >/dev/null; then
 	t_skip cli-valgrind "valgrind is not installed (scripts/deps.sh installs it)"
 else
 	# one case a CPU at a time: each is a single-threaded valgrind run
-	bad= k=0 jobs=$(nproc)
+	bad= k=0 jobs=${NVS_HOST_JOBS:-$(nproc)}
 	for c in "${vg_cases[@]}"; do
 		(
 			eval "args=($c)"
