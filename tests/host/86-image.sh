@@ -84,7 +84,9 @@ cleanup() {
 trap cleanup EXIT
 
 # --- 1. the base image (cached) and our packages, built side by side ------
-make -C "$NVS_TOP" --no-print-directory deb BUILD="$work/b" >"$work/deb.log" 2>&1 &
+# both packages (-b), the helper built with -j2, no dbgsym package
+DEB_BUILD_OPTIONS=noddebs make -C "$NVS_TOP" --no-print-directory deb DEBBUILDFLAGS="-b -j2" \
+	BUILD="$work/b" >"$work/deb.log" 2>&1 &
 debpid=$!
 mkdir -p "$cache"
 exec 8>"$cache/.lock"
