@@ -485,9 +485,11 @@ fulljson FAKE_CUDA_DEVICES=2 FAKE_CUDA_BUSY=1 FAKE_CUDA_ONLY_IN=p2p
 got=$(<"$work/j")
 [[ $got == "$base - SKIP a GPU was taken by another process (exclusive-process mode) as the check started"*CUDA_ERROR_DEVICE_UNAVAILABLE* ]] &&
 	t_pass doctor-full-busy-race || t_fail doctor-full-busy-race "want exit $base, no failure; got: $got"
-# control: a GPU that answers anything else is broken, and still fails
+# control: a GPU that answers anything else is broken, and still fails;
+# so does one that answers 46 in the default compute mode, where no job
+# can hold it (the review of this change: it was SKIP)
 bad=
-for e in 999 101; do
+for e in 999 101 46; do
 	fulljson FAKE_CUDA_DEVICES=2 FAKE_CUDA_RETAIN_ERROR=1:$e
 	got=$(<"$work/j")
 	[[ $got == "1 full-p2p FAIL "*"($e)"* ]] || bad+=" [$e] $got"

@@ -29,8 +29,10 @@
  *                              attribute says so, context calls return 46
  *   FAKE_CUDA_RETAIN_ERROR=D:N cuDevicePrimaryCtxRetain on device D returns N
  *                              (a broken GPU: 999 CUDA_ERROR_UNKNOWN, ...)
- *   FAKE_CUDA_ONLY_IN=WORD     the three above apply only in a process with WORD
- *                              among its arguments (/proc/self/cmdline): "p2p"
+ *   FAKE_CUDA_ONLY_IN=WORD     the three above answer their errors only in a
+ *                              process with WORD among its arguments
+ *                              (/proc/self/cmdline; the compute mode is the
+ *                              same in every process): "p2p"
  *                              makes a GPU busy for `nvsidecar p2p' but free for
  *                              the doctor's probe before it (a job that took the
  *                              GPU between the two)
@@ -155,10 +157,15 @@ static int only_here(void)
 	return hit;
 }
 
-/* "1,3": those devices get mode, and their contexts answer 46. */
+/*
+ * "1,3": those devices get mode, and their contexts answer 46. The mode
+ * is the admin's setting (nvidia-smi -c), the same for every process;
+ * FAKE_CUDA_ONLY_IN limits only the 46, the job holding the GPU.
+ */
 static void dev_list(const char *var, int mode)
 {
-	const char *s = only_here() ? getenv(var) : NULL;
+	const char *s = getenv(var);
+	int here = only_here();
 	char *end;
 
 	while (s && *s) {
@@ -168,7 +175,7 @@ static void dev_list(const char *var, int mode)
 			break;
 		if (d >= 0 && d < MAXDEV) {
 			compute_mode[d] = mode;
-			unavailable[d] = 1;
+			unavailable[d] = here;
 		}
 		s = *end == ',' ? end + 1 : end;
 	}

@@ -215,7 +215,14 @@ static void probe_child(const void *arg)
 			st = 'P';
 		} else if (!r) {
 			r = cu.cuDevicePrimaryCtxRetain(&ctx, dev);
-			st = !r ? 'F' : r == CUDA_ERROR_DEVICE_UNAVAILABLE ? 'B' : 'E';
+			/*
+			 * 46 means "held by another process" only where one
+			 * process may hold the GPU: in the default mode any
+			 * number of contexts may share it, so a 46 there is
+			 * a GPU in a bad state, and it fails.
+			 */
+			st = !r ? 'F' : r == CUDA_ERROR_DEVICE_UNAVAILABLE &&
+				mode == CU_COMPUTEMODE_EXCLUSIVE_PROCESS ? 'B' : 'E';
 			if (!r && cu.cuDevicePrimaryCtxRelease_v2)
 				cu.cuDevicePrimaryCtxRelease_v2(dev);
 		}
@@ -270,15 +277,12 @@ static const char *busy_why(const struct gpu_probe *g, char *buf, size_t len)
 {
 	char b[200], pr[200];
 	int nb = gpus_in(g, 'B', b, sizeof(b)), np = gpus_in(g, 'P', pr, sizeof(pr));
-	bool excl = true;
 
-	for (int i = 0; i < g->n; ++i)
-		if (g->st[i] == 'B' && g->mode[i] != '0' + CU_COMPUTEMODE_EXCLUSIVE_PROCESS)
-			excl = false;
 	buf[0] = 0;
+	/* 'B' is only ever an exclusive-process GPU (probe_child) */
 	if (nb)
-		snprintf(buf, len, "GPU%s %s in use by another process (%s: CUDA_ERROR_DEVICE_UNAVAILABLE at context creation)",
-			 nb > 1 ? "s" : "", b, excl ? "exclusive-process mode" : "unavailable");
+		snprintf(buf, len, "GPU%s %s in use by another process (exclusive-process mode: CUDA_ERROR_DEVICE_UNAVAILABLE at context creation)",
+			 nb > 1 ? "s" : "", b);
 	if (np)
 		snprintf(buf + strlen(buf), len - strlen(buf),
 			 "%sGPU%s %s in compute mode PROHIBITED (set on purpose: `nvidia-smi -c')", nb ? "; " : "",
@@ -286,10 +290,20 @@ static const char *busy_why(const struct gpu_probe *g, char *buf, size_t len)
 	return buf;
 }
 
-/* A run that failed because a job took a GPU first: 46 in its output (sys/cuda.c's text). */
-static bool said_unavailable(const char *out)
+/*
+ * A run that failed because a job took a GPU first: 46 in its output
+ * (sys/cuda.c's text), on a node where the probe saw a GPU in
+ * exclusive-process mode, the only mode in which a job can take one. A
+ * 46 with no such GPU (or no probe answer) is a fault, and fails.
+ */
+static bool said_unavailable(const struct gpu_probe *g, const char *out)
 {
-	return strstr(out, "CUDA_ERROR_DEVICE_UNAVAILABLE (46)") || strstr(out, "CUDA error (46)");
+	bool excl = false;
+
+	for (int i = 0; i < g->n; ++i)
+		if (g->mode[i] == '0' + CU_COMPUTEMODE_EXCLUSIVE_PROCESS)
+			excl = true;
+	return excl && (strstr(out, "CUDA_ERROR_DEVICE_UNAVAILABLE (46)") || strstr(out, "CUDA error (46)"));
 }
 
 /* The last non-empty line of s, for the check's message. */
@@ -335,7 +349,7 @@ static void full_p2p(struct nvs_checks *c, const struct nvs_doctor_opts *o, char
 		return;
 	}
 	st = run_child(argv, FULL_TIMEOUT_S, out, sizeof(out), &to);
-	if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) != NVS_EX_OK && said_unavailable(out)) {
+	if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) != NVS_EX_OK && said_unavailable(g, out)) {
 		skip_busy(c, bs, "full-p2p", "a GPU was taken by another process (exclusive-process mode) as the check started: it did not complete: %s",
 			  last_line(out));
 	} else if (st < 0) {
@@ -383,7 +397,7 @@ static void full_rdma(struct nvs_checks *c, const struct nvs_doctor_opts *o, cha
 		snprintf(gpu, sizeof(gpu), "%d", (int)(free_gpu - g->st));
 	}
 	st = run_child(argv, FULL_TIMEOUT_S, out, sizeof(out), &to);
-	if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) != NVS_EX_OK && said_unavailable(out)) {
+	if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) != NVS_EX_OK && said_unavailable(g, out)) {
 		skip_busy(c, bs, "full-rdma", "GPU %s was taken by another process (exclusive-process mode) as the check started: it did not complete",
 			  gpu);
 	} else if (st < 0) {
