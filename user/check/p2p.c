@@ -585,7 +585,13 @@ static int setup(struct nvs_p2p_run *rn, char *err, size_t errlen)
 			*c = (char)tolower((unsigned char)*c);
 		if (rn->cu.cuDeviceTotalMem_v2)
 			rn->cu.cuDeviceTotalMem_v2(&g->mem, g->dev);
-		CU(rn->cu.cuDevicePrimaryCtxRetain(&g->ctx, g->dev), "Unable to create a CUDA context");
+		r = rn->cu.cuDevicePrimaryCtxRetain(&g->ctx, g->dev);
+		if (r != CUDA_SUCCESS) {
+			int ret = cu_fail(rn, r, "Unable to create a CUDA context", err, errlen);
+
+			/* a job holds it: nvs_p2p_open's -EBUSY, NVS_EX_BUSY for doctor --full */
+			return nvs_cuda_held(&rn->cu, r, g->dev) ? -EBUSY : ret;
+		}
 		CU(rn->cu.cuCtxSetCurrent(g->ctx), "Unable to select a context");
 		CU(rn->cu.cuStreamCreate(&g->stream, CU_STREAM_NON_BLOCKING), "Unable to create a stream");
 	}

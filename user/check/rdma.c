@@ -338,7 +338,9 @@ static int cuda_setup(struct nvs_rdma_run *r)
 		cr = r->cu.cuCtxSetCurrent(r->cuctx);
 	if (cr) {
 		r->cuctx = NULL;
-		return fail(r, NVS_EX_FAIL, "Unable to create a CUDA context on GPU %d: %s", r->o.gpu,
+		/* a job holds it: its own code, so that doctor --full never reads the text */
+		return fail(r, nvs_cuda_held(&r->cu, cr, r->cudev) ? NVS_EX_BUSY : NVS_EX_FAIL,
+			    "Unable to create a CUDA context on GPU %d: %s", r->o.gpu,
 			    nvs_cuda_strerror(&r->cu, cr, err, sizeof(err)));
 	}
 	if (r->cu.cuDeviceGetPCIBusId && !r->cu.cuDeviceGetPCIBusId(busid, sizeof(busid), r->cudev)) {

@@ -319,7 +319,8 @@ static void usage(FILE *f, const char *prog)
 		"--min-efficiency, a log with more GPUs than this node); 2 usage error or an\n"
 		"unusable --nccl-log (another host's, without --log-host), --pci-dump or\n"
 		"--lib; 3 no libcuda, CUDA driver or CUDA device; 4 permission denied\n"
-		"reading --nccl-log (nvsidecar(8) has the table).\n",
+		"reading --nccl-log; 12 another process holds a GPU (exclusive-process\n"
+		"compute mode) (nvsidecar(8) has the table).\n",
 		PROG_NAME, prog, NVS_LADDER_MIN_EFFICIENCY);
 }
 
@@ -520,6 +521,9 @@ int p2p_main(int argc, const char *argv[])
 		goto out_close;
 	case -ERANGE:
 		ret = out_fail(NVS_EX_USAGE, "%s", err);
+		goto out_close;
+	case -EBUSY:
+		ret = out_fail(NVS_EX_BUSY, "%s (another process holds the GPU in exclusive-process mode)", err);
 		goto out_close;
 	default:
 		ret = out_fail(NVS_EX_FAIL, "%s", err);

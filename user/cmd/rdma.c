@@ -183,8 +183,9 @@ static void usage(FILE *f, const char *prog)
 		"device, rdma_cm, libcuda or GPU; 6 libcuda refused the dma-buf export (the\n"
 		"GeForce gate); 7 the NIC refused the memory registration; 10 connection\n"
 		"failed (address, route, refused, port in use, no client); 11 a transfer\n"
-		"failed or timed out (peer gone, link down). The codes are nvsidecar(8)'s\n"
-		"one table.\n",
+		"failed or timed out (peer gone, link down); 12 another process holds the\n"
+		"GPU (exclusive-process compute mode). The codes are nvsidecar(8)'s one\n"
+		"table.\n",
 		PROG_NAME, prog, NVS_RDMA_LAT_ITERS);
 }
 

@@ -28,6 +28,12 @@ enum nvs_exit {
 	NVS_EX_STALE = 9,	/* a patched libcuda copy no longer matches the driver */
 	NVS_EX_CONNECT = 10,	/* an RDMA connection could not be made */
 	NVS_EX_TRANSFER = 11,	/* an RDMA transfer failed or timed out */
+	/*
+	 * a GPU another process holds: CUDA_ERROR_DEVICE_UNAVAILABLE (46) at
+	 * context creation on a GPU in exclusive-process compute mode (p2p,
+	 * rdma; doctor --full reads it as SKIP, never the output's text)
+	 */
+	NVS_EX_BUSY = 12,
 };
 
 /* The code for an errno from libnvsidecar (ENOENT: the module is missing). */

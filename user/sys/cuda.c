@@ -50,6 +50,16 @@ void nvs_cuda_unload(struct nvs_cuda *cu)
 	memset(cu, 0, sizeof(*cu));
 }
 
+bool nvs_cuda_held(const struct nvs_cuda *cu, CUresult r, CUdevice dev)
+{
+	int mode = -1;
+
+	if (r != CUDA_ERROR_DEVICE_UNAVAILABLE || !cu->cuDeviceGetAttribute ||
+	    cu->cuDeviceGetAttribute(&mode, CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, dev))
+		return false;
+	return mode == CU_COMPUTEMODE_EXCLUSIVE_PROCESS;
+}
+
 const char *nvs_cuda_strerror(const struct nvs_cuda *cu, CUresult r, char *buf, size_t len)
 {
 	const char *name = NULL, *str = NULL;

@@ -2,6 +2,7 @@
 #ifndef CUDA_H
 #define CUDA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,12 +21,14 @@ typedef unsigned long long CUdeviceptr;
 
 #define CUDA_SUCCESS				0
 #define CUDA_ERROR_INVALID_VALUE		1
+#define CUDA_ERROR_DEVICE_UNAVAILABLE		46
 #define CUDA_ERROR_NOT_SUPPORTED		801
 #define CUDA_ERROR_PEER_ACCESS_UNSUPPORTED	217
 #define CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED	704
 #define CUDA_ERROR_PEER_ACCESS_NOT_ENABLED	705
 
 /* CUdevice_attribute values used by the helper */
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_MODE				20
 #define CU_DEVICE_ATTRIBUTE_PCI_BUS_ID					33
 #define CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID				34
 #define CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID				50
@@ -36,6 +39,9 @@ typedef unsigned long long CUdeviceptr;
 #define CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING		118
 #define CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED				124
 #define CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED		146
+
+#define CU_COMPUTEMODE_PROHIBITED		2
+#define CU_COMPUTEMODE_EXCLUSIVE_PROCESS	3
 
 #define CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD	1
 #define CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE	1
@@ -112,6 +118,13 @@ void nvs_cuda_unload(struct nvs_cuda *cu);
 CUresult nvs_cuda_export_dmabuf(const struct nvs_cuda *cu, CUdeviceptr ptr, size_t size, int *fd,
 				char *err, size_t errlen);
 /* "CUDA_ERROR_NOT_SUPPORTED (801): operation not supported" style text. */
+/*
+ * Whether r, from a context call on dev, says that another process holds
+ * the GPU: CUDA_ERROR_DEVICE_UNAVAILABLE (46) where the compute mode is
+ * EXCLUSIVE_PROCESS, the only mode in which one process can hold it. A 46
+ * in any other mode is a fault.
+ */
+bool nvs_cuda_held(const struct nvs_cuda *cu, CUresult r, CUdevice dev);
 const char *nvs_cuda_strerror(const struct nvs_cuda *cu, CUresult r, char *buf, size_t len);
 
 #endif
