@@ -495,6 +495,41 @@ for e in 999 101 46; do
 	[[ $got == "1 full-p2p FAIL "*"($e)"* ]] || bad+=" [$e] $got"
 done
 [[ -z $bad ]] && t_pass doctor-full-broken-gpu-fails || t_fail doctor-full-broken-gpu-fails "$bad"
+# A GPU whose context request errs is broken even while another GPU is
+# busy: the busy one must not turn the whole check into SKIP (review M4)
+fulljson FAKE_CUDA_DEVICES=3 FAKE_CUDA_BUSY=0 FAKE_CUDA_RETAIN_ERROR=2:999
+got=$(<"$work/j")
+[[ $got == "1 full-p2p FAIL GPU 2 (999) refused a CUDA context"*"GPU 0 in use by another process"* ]] &&
+	t_pass doctor-full-busy-hides-no-error || t_fail doctor-full-busy-hides-no-error "$got"
+# Busy is the child's exit code 12 (NVS_EX_BUSY), never text in its output:
+# a real copy failure on a node with an exclusive-process GPU (free), its
+# output quoting "CUDA error (46)" (here the --lib path), still fails (M3)
+mkdir -p "$work/CUDA error (46)"
+cp "$work/libcuda.so.1" "$work/CUDA error (46)/"
+NVSIDECAR_STATE_DIR=$work/busy-state FAKE_CUDA_DEVICES=2 FAKE_CUDA_BUSY=1 FAKE_CUDA_ONLY_IN=none \
+	FAKE_CUDA_CORRUPT=0-1@4096 "$bin" doctor --full --json --lib "$work/CUDA error (46)/libcuda.so.1" >"$work/json" 2>&1
+got=$(python3 -c 'import json, sys
+c = {k["name"]: k for k in json.load(open(sys.argv[1]))["checks"]}
+print(c["full-p2p"]["result"].strip(), c["full-p2p"]["message"])' "$work/json" 2>&1)
+FAKE_CUDA_DEVICES=2 FAKE_CUDA_BUSY=1 FAKE_CUDA_ONLY_IN=p2p "$bin" p2p --size 4M --iters 2 --lib "$work/libcuda.so.1" >/dev/null 2>&1
+rc=$?
+[[ $got == FAIL* && $rc == 12 ]] && t_pass doctor-full-busy-by-exit-code ||
+	t_fail doctor-full-busy-by-exit-code "full-p2p: $got; p2p on a held GPU: exit $rc (want 12)"
+# A probe that hangs is a wedged GPU: FAIL, not SKIP, and a child that does
+# not go after SIGKILL (state D; NVS_TEST_UNKILLABLE=1 sends signal 0) is
+# left behind after a bounded wait, not waited for forever (M5)
+t0=$SECONDS
+NVSIDECAR_STATE_DIR=$work/busy-state NVS_TEST_UNKILLABLE=1 FAKE_CUDA_DEVICES=2 FAKE_CUDA_RETAIN_HANG=1 \
+	timeout 60 "$bin" doctor --full --lib "$work/libcuda.so.1" >"$work/out" 2>&1
+rc=$?
+took=$((SECONDS - t0))
+left=$(sed -n 's/.*full-probe: .*(pid \([0-9]*\), left behind).*/\1/p' "$work/out")
+[[ -n $left ]] && kill -KILL -- "-$left" 2>/dev/null
+[[ $rc == 1 && $took -lt 40 && -n $left ]] &&
+	grep -q "^FAIL full     full-probe: Asking the GPUs .* did not finish in 15 s, and did not exit after SIGKILL (pid $left, left behind): the GPU may be wedged" "$work/out" &&
+	grep -q '^SKIP full     full-p2p: not run: the GPUs did not answer the probe' "$work/out" &&
+	t_pass doctor-full-probe-unreaped-fails ||
+	t_fail doctor-full-probe-unreaped-fails "rc $rc after $took s: $(grep -E 'full' "$work/out" | head -c 400 | tr '\n' ' ')"
 
 # --- the textfile for node_exporter -------------------------------------------
 mkdir -p "$work/tf"

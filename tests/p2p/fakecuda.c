@@ -29,7 +29,10 @@
  *                              attribute says so, context calls return 46
  *   FAKE_CUDA_RETAIN_ERROR=D:N cuDevicePrimaryCtxRetain on device D returns N
  *                              (a broken GPU: 999 CUDA_ERROR_UNKNOWN, ...)
- *   FAKE_CUDA_ONLY_IN=WORD     the three above answer their errors only in a
+ *   FAKE_CUDA_RETAIN_HANG=D    cuDevicePrimaryCtxRetain on device D never returns
+ *                              (a wedged GPU; with NVS_TEST_UNKILLABLE=1 the
+ *                              doctor's SIGKILL does not reach it either)
+ *   FAKE_CUDA_ONLY_IN=WORD     the four above answer their errors only in a
  *                              process with WORD among its arguments
  *                              (/proc/self/cmdline; the compute mode is the
  *                              same in every process): "p2p"
@@ -108,6 +111,7 @@ static int retained[MAXDEV];
 static int compute_mode[MAXDEV];	/* FAKE_CUDA_BUSY, FAKE_CUDA_PROHIBITED */
 static int unavailable[MAXDEV];		/* context calls answer 46 */
 static int retain_error[MAXDEV];	/* FAKE_CUDA_RETAIN_ERROR */
+static int retain_hang = -1;		/* FAKE_CUDA_RETAIN_HANG */
 static __thread struct CUctx_st *cur;
 static struct alloc *allocs;
 static double null_clock;
@@ -212,6 +216,8 @@ CUresult cuInit(unsigned int flags)
 		if (sscanf(s, "%d:%d", &d, &e) == 2 && d >= 0 && d < MAXDEV)
 			retain_error[d] = e;
 	}
+	if ((s = getenv("FAKE_CUDA_RETAIN_HANG")) && *s && only_here())
+		retain_hang = atoi(s);
 	if ((s = getenv("FAKE_CUDA_CORRUPT")))
 		sscanf(s, "%d-%d@%zu", &corrupt_src, &corrupt_dst, &corrupt_off);
 	for (int i = 0; i < MAXDEV; ++i)
@@ -336,6 +342,9 @@ CUresult cuDevicePrimaryCtxRetain(struct CUctx_st **c, CUdevice d)
 		return E_DEVICE_UNAVAILABLE;
 	if (retain_error[d])
 		return retain_error[d];
+	if (d == retain_hang)
+		for (;;)
+			pause();
 	retained[d]++;
 	*c = &ctxs[d];
 	return OK;

@@ -59,26 +59,26 @@
 /* asking each GPU for its mode and a context: seconds, not a minute */
 #define PROBE_TIMEOUT_S 15
 
-/* cuda.h (CUDA driver API): CUresult, CUdevice_attribute, CUcomputemode */
-#define CUDA_ERROR_DEVICE_UNAVAILABLE 46
-#define CU_DEVICE_ATTRIBUTE_COMPUTE_MODE 20
-#define CU_COMPUTEMODE_PROHIBITED 2
-#define CU_COMPUTEMODE_EXCLUSIVE_PROCESS 3
-
 #define PROBE_MAX 64
 
-/* What busy_probe found: per GPU, F free, B busy (46), P prohibited, E another error. */
+/*
+ * What busy_probe found: per GPU, F free, B busy (46 in exclusive-process
+ * mode), P prohibited, E another error (err: the CUresult).
+ */
 struct gpu_probe {
 	bool ok;		/* the probe answered: n and st are real */
+	bool failed;		/* it hung: full-probe failed, nothing else runs */
 	int n;
 	char st[PROBE_MAX + 1];
 	char mode[PROBE_MAX + 1];	/* the compute mode digit, '?' when not asked */
+	int err[PROBE_MAX];
 };
 
-/* The checks this run skipped because a GPU was busy, for full_store. */
-struct busy_skips {
-	const char *name[2];
-	size_t n;
+/* What this run did that full_store needs besides the checks. */
+struct full_run {
+	const char *busy[2];	/* the checks skipped because a GPU was busy */
+	size_t nbusy;
+	int rdma_gpu;		/* the GPU full-rdma ran on; -1: it did not run */
 };
 
 static void __attribute__((noreturn)) exec_child(const void *arg)
@@ -90,19 +90,58 @@ static void __attribute__((noreturn)) exec_child(const void *arg)
 	_exit(127);
 }
 
+/* How a child of run_fn ended. */
+struct run_end {
+	bool timed_out;		/* past its time: killed */
+	bool unreaped;		/* and still there REAP_GRACE_MS after SIGKILL */
+	pid_t pid;
+};
+
+/* after SIGKILL: how long a child has to go before it is left behind */
+#define REAP_GRACE_MS 5000
+
+static long long now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/*
+ * Reaps pid, waiting until the monotonic time until_ms at the latest;
+ * false when it has not ended by then. Never blocks longer: a child stuck
+ * in the kernel (state D, a wedged GPU) does not end on SIGKILL until the
+ * driver lets go, which may be never.
+ */
+static bool reap_by(pid_t pid, int *st, long long until_ms)
+{
+	for (;;) {
+		pid_t r = waitpid(pid, st, WNOHANG);
+
+		if (r == pid || (r < 0 && errno != EINTR))
+			return true;
+		if (now_ms() >= until_ms)
+			return false;
+		usleep(20 * 1000);
+	}
+}
+
 /*
  * Runs fn(arg) in a child of its own, its stdout and stderr into out (the
  * last len-1 bytes kept), at most secs seconds. Returns the wait status,
- * or -1 (timed out: *timed_out; could not start: errno).
+ * or -1: timed out (end->timed_out; end->unreaped when the child did not
+ * go after SIGKILL either: it is left behind, end->pid), or could not
+ * start (errno).
  */
-static int run_fn(void (*fn)(const void *), const void *arg, int secs, char *out, size_t len, bool *timed_out)
+static int run_fn(void (*fn)(const void *), const void *arg, int secs, char *out, size_t len, struct run_end *end)
 {
-	struct timespec t0, t;
+	long long t0, until;
 	size_t n = 0;
 	int p[2], st = 0;
 	pid_t pid;
 
-	*timed_out = false;
+	memset(end, 0, sizeof(*end));
 	out[0] = 0;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -1;
@@ -124,19 +163,18 @@ static int run_fn(void (*fn)(const void *), const void *arg, int secs, char *out
 		fflush(NULL);
 		_exit(0);
 	}
+	end->pid = pid;
 	close(p[1]);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = now_ms();
+	until = t0 + secs * 1000LL;
 	for (;;) {
 		struct pollfd pf = { p[0], POLLIN, 0 };
+		long long left = until - now_ms();
 		char buf[4096];
-		long left;
 		ssize_t r;
 
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		left = secs * 1000L - ((t.tv_sec - t0.tv_sec) * 1000L + (t.tv_nsec - t0.tv_nsec) / 1000000L);
 		if (left <= 0) {
-			*timed_out = true;
-			kill(-pid, SIGKILL);
+			end->timed_out = true;
 			break;
 		}
 		if (poll(&pf, 1, (int)left) < 0 && errno != EINTR)
@@ -165,22 +203,32 @@ static int run_fn(void (*fn)(const void *), const void *arg, int secs, char *out
 		out[n] = 0;
 	}
 	close(p[0]);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	return *timed_out ? -1 : st;
+	/* its output closed, the child has the rest of its time to exit */
+	if (!end->timed_out && !reap_by(pid, &st, until))
+		end->timed_out = true;
+	if (end->timed_out) {
+		/* test only: a child that outlives SIGKILL, as one stuck in the kernel does */
+		int sig = nvs_env_test_unkillable() ? 0 : SIGKILL;
+
+		kill(-pid, sig);
+		kill(pid, sig);
+		end->unreaped = !reap_by(pid, &st, now_ms() + REAP_GRACE_MS);
+		return -1;
+	}
+	return st;
 }
 
 /* argv, the same way. */
-static int run_child(const char *const argv[], int secs, char *out, size_t len, bool *timed_out)
+static int run_child(const char *const argv[], int secs, char *out, size_t len, struct run_end *end)
 {
-	return run_fn(exec_child, argv, secs, out, len, timed_out);
+	return run_fn(exec_child, argv, secs, out, len, end);
 }
 
 /*
- * The probe's child: "probe N SM SM ..." with a state letter and a
- * compute-mode digit per GPU, or "probe-error WHY". Its own process, so
- * the contexts it makes are gone before the checks run, and a call that
- * hangs on a wedged GPU is killed.
+ * The probe's child: "probe N S M:R S M:R ..." with a state letter, a
+ * compute-mode digit and the context call's CUresult per GPU, or
+ * "probe-error WHY". Its own process, so the contexts it makes are gone
+ * before the checks run, and a call that hangs on a wedged GPU is killed.
  */
 static void probe_child(const void *arg)
 {
@@ -226,35 +274,58 @@ static void probe_child(const void *arg)
 			if (!r && cu.cuDevicePrimaryCtxRelease_v2)
 				cu.cuDevicePrimaryCtxRelease_v2(dev);
 		}
-		printf(" %c%c", st, mode >= 0 && mode <= 9 ? '0' + mode : '?');
+		printf(" %c%c:%d", st, mode >= 0 && mode <= 9 ? '0' + mode : '?', st == 'E' ? (int)r : 0);
 	}
 	printf("\n");
 }
 
-static void busy_probe(struct gpu_probe *g, const char *lib)
+/* `what' did not finish in secs s (end): the FAIL's message, with the pid left behind. */
+static void add_hung(struct nvs_checks *c, const char *name, const char *what, int secs, const struct run_end *end)
 {
-	char out[1024], *p;
-	bool to;
+	if (end->unreaped)
+		add(c, CK_FAIL, "full", name,
+		    "%s did not finish in %d s, and did not exit after SIGKILL (pid %d, left behind): the GPU may be wedged",
+		    what, secs, (int)end->pid);
+	else
+		add(c, CK_FAIL, "full", name, "%s did not finish in %d s: the GPU may be wedged", what, secs);
+}
+
+static void busy_probe(struct nvs_checks *c, struct gpu_probe *g, const char *lib)
+{
+	struct run_end end;
+	char out[2048], *p;
 	int st, n = 0, used;
 
 	memset(g, 0, sizeof(*g));
-	st = run_fn(probe_child, lib, PROBE_TIMEOUT_S, out, sizeof(out), &to);
+	st = run_fn(probe_child, lib, PROBE_TIMEOUT_S, out, sizeof(out), &end);
+	if (st < 0 && end.timed_out) {
+		/* a GPU that hangs a context request is no busy GPU: it fails */
+		add_hung(c, "full-probe", "Asking the GPUs for their compute mode and a context", PROBE_TIMEOUT_S, &end);
+		fix(c, "`nvidia-smi' and `dmesg' (Xid errors) on this node; a process in state D (`ps -o pid,stat,wchan:32 -p PID') keeps the GPU until the driver lets it go, often until a reboot");
+		g->failed = true;
+		return;
+	}
 	p = st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) ? NULL : strstr(out, "probe ");
 	if (!p || sscanf(p, "probe %d%n", &n, &used) != 1 || n < 0 || n > PROBE_MAX)
 		return;	/* no answer: the checks find out for themselves, as before */
 	p += used;
 	for (int i = 0; i < n; ++i) {
-		if (p[0] != ' ' || !p[1] || !strchr("FBPE", p[1]) || !p[2])
+		char *e;
+
+		if (p[0] != ' ' || !p[1] || !strchr("FBPE", p[1]) || !p[2] || p[3] != ':')
 			return;
 		g->st[i] = p[1];
 		g->mode[i] = p[2];
-		p += 3;
+		g->err[i] = (int)strtol(p + 4, &e, 10);
+		if (e == p + 4)
+			return;
+		p = e;
 	}
 	g->n = n;
 	g->ok = true;
 }
 
-/* GPUs in state s, "1, 3"; their count. */
+/* GPUs in state s, "1, 3" (with their errors for E: "1 (999)"); their count. */
 static int gpus_in(const struct gpu_probe *g, char s, char *buf, size_t len)
 {
 	size_t o = 0;
@@ -263,7 +334,10 @@ static int gpus_in(const struct gpu_probe *g, char s, char *buf, size_t len)
 	buf[0] = 0;
 	for (int i = 0; g->ok && i < g->n; ++i)
 		if (g->st[i] == s && o < len) {
-			o += (size_t)snprintf(buf + o, len - o, "%s%d", k ? ", " : "", i);
+			if (s == 'E')
+				o += (size_t)snprintf(buf + o, len - o, "%s%d (%d)", k ? ", " : "", i, g->err[i]);
+			else
+				o += (size_t)snprintf(buf + o, len - o, "%s%d", k ? ", " : "", i);
 			k++;
 		}
 	return k;
@@ -290,22 +364,6 @@ static const char *busy_why(const struct gpu_probe *g, char *buf, size_t len)
 	return buf;
 }
 
-/*
- * A run that failed because a job took a GPU first: 46 in its output
- * (sys/cuda.c's text), on a node where the probe saw a GPU in
- * exclusive-process mode, the only mode in which a job can take one. A
- * 46 with no such GPU (or no probe answer) is a fault, and fails.
- */
-static bool said_unavailable(const struct gpu_probe *g, const char *out)
-{
-	bool excl = false;
-
-	for (int i = 0; i < g->n; ++i)
-		if (g->mode[i] == '0' + CU_COMPUTEMODE_EXCLUSIVE_PROCESS)
-			excl = true;
-	return excl && (strstr(out, "CUDA_ERROR_DEVICE_UNAVAILABLE (46)") || strstr(out, "CUDA error (46)"));
-}
-
 /* The last non-empty line of s, for the check's message. */
 static const char *last_line(char *s)
 {
@@ -317,7 +375,7 @@ static const char *last_line(char *s)
 	return b ? b + 1 : s;
 }
 
-static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o, const struct busy_skips *bs);
+static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o, const struct full_run *run);
 
 static const struct nvs_check *find(const struct nvs_checks *c, const char *name)
 {
@@ -327,35 +385,56 @@ static const struct nvs_check *find(const struct nvs_checks *c, const char *name
 	return NULL;
 }
 
-static void skip_busy(struct nvs_checks *c, struct busy_skips *bs, const char *name, const char *fmt,
+static void skip_busy(struct nvs_checks *c, struct full_run *run, const char *name, const char *fmt,
 		      const char *why)
 {
 	add(c, CK_SKIP, "full", name, fmt, why);
 	fix(c, "Nothing is wrong with a GPU a job holds: run `nvsidecar doctor --full' again when the node is idle to verify it");
-	bs->name[bs->n++] = name;
+	run->busy[run->nbusy++] = name;
+}
+
+/*
+ * A child's exit status NVS_EX_BUSY: it met a GPU another process holds
+ * (sys/cuda.c's nvs_cuda_held, in the child itself). The code, never the
+ * text of its output, which can quote anything (a path, a name, a 46 of
+ * another meaning).
+ */
+static bool exit_busy(int st)
+{
+	return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == NVS_EX_BUSY;
 }
 
 static void full_p2p(struct nvs_checks *c, const struct nvs_doctor_opts *o, char *lib, const struct gpu_probe *g,
-		     struct busy_skips *bs)
+		     struct full_run *run)
 {
 	const char *argv[] = { o->self, "p2p", "--size", "4M", "--iters", "2", lib[0] ? "--lib" : NULL, lib, NULL };
-	char out[2048], why[512];
-	bool to;
+	char out[2048], why[512], bad[512];
+	struct run_end end;
 	int st;
 
 	/* p2p takes a context on every GPU: one that is not free stops it */
 	if (busy_why(g, why, sizeof(why))[0]) {
-		skip_busy(c, bs, "full-p2p", "%s: the check did not run", why);
+		/* ...but a GPU that answered an error is broken, whoever holds the others */
+		if (gpus_in(g, 'E', bad, sizeof(bad))) {
+			add(c, CK_FAIL, "full", "full-p2p",
+			    "GPU %s refused a CUDA context with an error (the CUresult in brackets): a broken GPU, busy GPUs aside; the copies did not run (%s)",
+			    bad, why);
+			fix(c, "A GPU that refuses a context is broken or wedged: `nvidia-smi', `dmesg' for Xid errors, then `nvsidecar p2p' when the node is idle");
+			return;
+		}
+		skip_busy(c, run, "full-p2p", "%s: the check did not run", why);
 		return;
 	}
-	st = run_child(argv, FULL_TIMEOUT_S, out, sizeof(out), &to);
-	if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) != NVS_EX_OK && said_unavailable(g, out)) {
-		skip_busy(c, bs, "full-p2p", "a GPU was taken by another process (exclusive-process mode) as the check started: it did not complete: %s",
+	st = run_child(argv, FULL_TIMEOUT_S, out, sizeof(out), &end);
+	if (exit_busy(st)) {
+		skip_busy(c, run, "full-p2p", "a GPU was taken by another process (exclusive-process mode) as the check started: it did not complete: %s",
 			  last_line(out));
-	} else if (st < 0) {
-		add(c, CK_FAIL, "full", "full-p2p", to ? "`p2p' did not finish in %d s" : "Unable to run `p2p' (%d)",
-		    to ? FULL_TIMEOUT_S : errno);
+	} else if (st < 0 && end.timed_out) {
+		add_hung(c, "full-p2p", "`p2p'", FULL_TIMEOUT_S, &end);
 		fix(c, "A copy that hangs points at a wedged GPU or broken P2P: `nvsidecar p2p' by hand, `dmesg' for Xid errors");
+	} else if (st < 0) {
+		add(c, CK_FAIL, "full", "full-p2p", "Unable to run `p2p' (%d)", errno);
+		fix(c, "Run `nvsidecar p2p' by hand");
 	} else if (!WIFEXITED(st)) {
 		add(c, CK_FAIL, "full", "full-p2p", "`p2p' died from signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 		fix(c, "Run `nvsidecar p2p' by hand");
@@ -370,7 +449,7 @@ static void full_p2p(struct nvs_checks *c, const struct nvs_doctor_opts *o, char
 }
 
 static void full_rdma(struct nvs_checks *c, const struct nvs_doctor_opts *o, char *lib, const struct gpu_probe *g,
-		      struct busy_skips *bs)
+		      struct full_run *run)
 {
 	const struct nvs_check *gate = find(c, "gdr-dmabuf");
 	bool dmabuf = gate && gate->res == CK_OK;
@@ -379,7 +458,7 @@ static void full_rdma(struct nvs_checks *c, const struct nvs_doctor_opts *o, cha
 			       "--sizes", "64K,1M", "--iters", "4", "--timeout", "10", "--gpu", gpu,
 			       lib[0] ? "--cuda-lib" : NULL, lib, NULL };
 	char out[2048], why[512];
-	bool to;
+	struct run_end end;
 	int st;
 
 	if (!dmabuf && access("/sys/module/nvidia_peermem", F_OK)) {
@@ -391,18 +470,24 @@ static void full_rdma(struct nvs_checks *c, const struct nvs_doctor_opts *o, cha
 		const char *free_gpu = memchr(g->st, 'F', (size_t)g->n);
 
 		if (!free_gpu) {
-			skip_busy(c, bs, "full-rdma", "%s: the check did not run", busy_why(g, why, sizeof(why)));
+			skip_busy(c, run, "full-rdma", "%s: the check did not run", busy_why(g, why, sizeof(why)));
 			return;
 		}
 		snprintf(gpu, sizeof(gpu), "%d", (int)(free_gpu - g->st));
 	}
-	st = run_child(argv, FULL_TIMEOUT_S, out, sizeof(out), &to);
-	if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) != NVS_EX_OK && said_unavailable(g, out)) {
-		skip_busy(c, bs, "full-rdma", "GPU %s was taken by another process (exclusive-process mode) as the check started: it did not complete",
+	st = run_child(argv, FULL_TIMEOUT_S, out, sizeof(out), &end);
+	if (exit_busy(st)) {
+		skip_busy(c, run, "full-rdma", "GPU %s was taken by another process (exclusive-process mode) as the check started: it did not complete",
 			  gpu);
+		return;
+	}
+	/* what it verified, it verified on this GPU only (full_store) */
+	run->rdma_gpu = atoi(gpu);
+	if (st < 0 && end.timed_out) {
+		add_hung(c, "full-rdma", "`rdma --loopback'", FULL_TIMEOUT_S, &end);
+		fix(c, "`nvsidecar rdma --loopback --mem %s' by hand; docs/rdma.md", dmabuf ? "cuda-dmabuf" : "cuda-peermem");
 	} else if (st < 0) {
-		add(c, CK_FAIL, "full", "full-rdma", to ? "`rdma --loopback' did not finish in %d s" : "Unable to run `rdma' (%d)",
-		    to ? FULL_TIMEOUT_S : errno);
+		add(c, CK_FAIL, "full", "full-rdma", "Unable to run `rdma' (%d)", errno);
 		fix(c, "`nvsidecar rdma --loopback --mem %s' by hand; docs/rdma.md", dmabuf ? "cuda-dmabuf" : "cuda-peermem");
 	} else if (!WIFEXITED(st)) {
 		add(c, CK_FAIL, "full", "full-rdma", "`rdma' died from signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
@@ -413,9 +498,11 @@ static void full_rdma(struct nvs_checks *c, const struct nvs_doctor_opts *o, cha
 		else
 			add(c, CK_OK, "full", "full-rdma", "%s", last_line(out));
 	} else if (WEXITSTATUS(st) == NVS_EX_MISSING) {
+		run->rdma_gpu = -1;
 		add(c, CK_SKIP, "full", "full-rdma", "%s", last_line(out));
 	} else {
-		add(c, CK_FAIL, "full", "full-rdma", "%s", last_line(out));
+		add(c, CK_FAIL, "full", "full-rdma", "%s%s%s", last_line(out), strcmp(gpu, "0") ? " on GPU " : "",
+		    strcmp(gpu, "0") ? gpu : "");
 		fix(c, "`nvsidecar rdma --loopback --mem %s' shows every transfer; docs/rdma.md", dmabuf ? "cuda-dmabuf" : "cuda-peermem");
 	}
 }
@@ -423,7 +510,7 @@ static void full_rdma(struct nvs_checks *c, const struct nvs_doctor_opts *o, cha
 void nvs_doctor_full(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 {
 	char lib[4200] = "";
-	struct busy_skips bs = { { NULL }, 0 };
+	struct full_run run = { { NULL }, 0, -1 };
 	struct gpu_probe g;
 
 	if (!o->self) {
@@ -439,10 +526,16 @@ void nvs_doctor_full(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 	}
 	if (!lib[0] && o->lib[0])
 		snprintf(lib, sizeof(lib), "%s", o->lib);
-	busy_probe(&g, lib);
-	full_p2p(c, o, lib, &g, &bs);
-	full_rdma(c, o, lib, &g, &bs);
-	full_store(c, o, &bs);
+	busy_probe(c, &g, lib);
+	if (g.failed) {
+		/* a copy on that GPU would hang the same way, and leave another process behind */
+		add(c, CK_SKIP, "full", "full-p2p", "not run: the GPUs did not answer the probe (full-probe)");
+		add(c, CK_SKIP, "full", "full-rdma", "not run: the GPUs did not answer the probe (full-probe)");
+	} else {
+		full_p2p(c, o, lib, &g, &run);
+		full_rdma(c, o, lib, &g, &run);
+	}
+	full_store(c, o, &run);
 }
 
 /* "42 s", "17 min", "5 h", "3 days" */
@@ -489,10 +582,10 @@ static void settings_warn(struct nvs_checks *c, const char *dir)
 	}
 }
 
-static bool skipped_busy(const struct busy_skips *bs, const char *name)
+static bool skipped_busy(const struct full_run *run, const char *name)
 {
-	for (size_t i = 0; i < bs->n; ++i)
-		if (!strcmp(bs->name[i], name))
+	for (size_t i = 0; i < run->nbusy; ++i)
+		if (!strcmp(run->busy[i], name))
 			return true;
 	return false;
 }
@@ -518,15 +611,15 @@ static const struct nvs_vresult *prev_fail(const struct nvs_vcache *prev, bool u
  * and the health check would resume the node it drained. The format is
  * unchanged (version 2): a SKIP line is a SKIP line.
  */
-static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o, const struct busy_skips *bs)
+static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o, const struct full_run *run)
 {
-	struct nvs_vcache *v = calloc(1, sizeof(*v)), *prev = bs->n ? calloc(1, sizeof(*prev)) : NULL;
+	struct nvs_vcache *v = calloc(1, sizeof(*v)), *prev = run->nbusy ? calloc(1, sizeof(*prev)) : NULL;
 	unsigned int max_age = nvs_env_verdict_max_age(NVS_VCACHE_MAX_AGE_DEF);
 	char dir[4096], err[4400], kept[256] = "", a[32];
 	int64_t now = (int64_t)time(NULL);
 	bool usable = false;
 
-	if (!v || (bs->n && !prev)) {
+	if (!v || (run->nbusy && !prev)) {
 		add(c, CK_WARN, "full", "full-cache", "Out of memory: the verdict was not stored");
 		goto out;
 	}
@@ -543,7 +636,7 @@ static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o, co
 
 		if (!cached_layer(k->layer))
 			continue;
-		f = skipped_busy(bs, k->name) ? prev_fail(prev, usable, k->name) : NULL;
+		f = skipped_busy(run, k->name) ? prev_fail(prev, usable, k->name) : NULL;
 		if (f) {
 			size_t o2 = strlen(kept);
 

@@ -101,6 +101,13 @@ unsigned int nvs_env_test_verify_timeout_s(unsigned int def)
 	return v && !nvs_parse_u32(v, 1, 3600, &s) ? s : def;
 }
 
+bool nvs_env_test_unkillable(void)
+{
+	const char *v = nvs_env("NVS_TEST_UNKILLABLE");
+
+	return v && !strcmp(v, "1");
+}
+
 unsigned int nvs_env_rdma_wake_delay_ms(void)
 {
 	return env_ms("NVS_RDMA_WAKE_DELAY_MS", 10000);

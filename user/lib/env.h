@@ -48,6 +48,12 @@ bool nvs_env_rdma_test_corrupt(void);
  */
 unsigned int nvs_env_test_verify_timeout_s(unsigned int def);
 /*
+ * NVS_TEST_UNKILLABLE=1: doctor --full sends a child past its time signal 0
+ * instead of SIGKILL, so that it outlives the kill as one stuck in the
+ * kernel (state D) does (tests).
+ */
+bool nvs_env_test_unkillable(void);
+/*
  * NVSIDECAR_STATE_DIR: the per-node writable directory for the verdict
  * cache (default /var/lib/nvsidecar); NULL when unset, empty or not an
  * absolute path (nvs_env_state_dir_bad() says which).
