@@ -356,3 +356,17 @@ check hc-broken-gpu-drained '[[ $rc == 1 && $(st) == "IDLE+DRAIN|nvsidecar: full
 FAKE_CUDA_BUSY=1 full
 FAKE_DOCTOR=real hc
 check hc-busy-gpu-keeps-drain '[[ $rc == 1 && $(st) == "IDLE+DRAIN|nvsidecar: full-p2p: "* ]] && ! grep -q resuming "$work/log" && grep -q "^check FAIL [0-9]* full full-p2p .*(999)" "$NVSIDECAR_STATE_DIR/verdict"'
+# A GPU busy at every --full since its last real verification: once that
+# verification is older than NVSIDECAR_VERDICT_MAX_AGE the SKIP is stale,
+# as a verdict that old is: a WARN that says so, and the node is neither
+# drained nor reported freshly verified (review M2; nvsidecar(8) doctor)
+rm -f "$NVSIDECAR_STATE_DIR/verdict"
+FAKE_CUDA_BUSY=1 full
+sed -i "s/^last SKIP .*/last SKIP $(($(date +%s) - 600))/" "$NVSIDECAR_STATE_DIR/verdict"
+printf 'NVSIDECAR_VERDICT_MAX_AGE=300\n' >"$work/defaults"
+node IDLE
+NVSIDECAR_DEFAULTS=$work/defaults FAKE_DOCTOR=real hc
+check hc-busy-gpu-stale-warns '[[ $rc == 0 && $(st) == "IDLE|" ]] && python3 -c "import json, re, sys
+c = json.load(open(sys.argv[1]))[\"checks\"]
+sys.exit(not (any(k[\"name\"] == \"full-cache\" and k[\"result\"].strip() == \"WARN\" and re.match(r\"stale: full-p2p was not verified in the 1[0-9] min since it was first skipped\", k[\"message\"]) for k in c) and
+              not any(k[\"name\"] == \"full-p2p\" for k in c)))" "$work/real.json"'

@@ -132,7 +132,7 @@ else
 	t_fail verdict-busy-stored-skip "$(show "$work/full") file: $(grep '^check' "$v" | head -c 400 | tr '\n' ' ')"
 fi
 quick
-grep -q "^SKIP full     full-p2p: GPU 1 in use by another process .*: the check did not run (recorded [0-9]* s ago by \`doctor --full', key unchanged)$" "$work/out" &&
+grep -q "^SKIP full     full-p2p: GPU 1 in use by another process .*: the check did not run (recorded [0-9]* s ago by \`doctor --full', key unchanged; last verified [0-9]* s ago (OK))$" "$work/out" &&
 	! grep -qE '^FAIL +(full|libcuda|gdr) ' "$work/out" && [[ $rc == "$base" ]] && t_pass verdict-busy-quick-healthy ||
 	t_fail verdict-busy-quick-healthy "rc $rc (want $base): $(show "$work/out")"
 # A FAIL the verdict in force holds is kept when the GPU is busy: a job
@@ -156,6 +156,63 @@ sed -i "s/^written .*/written $(($(date +%s) - 600))/" "$v"
 NVSIDECAR_VERDICT_MAX_AGE=300 FAKE_CUDA_BUSY=1 full
 grep -q '^check SKIP [0-9]* full full-p2p GPU 1 in use' "$v" && ! grep -q '^check FAIL ' "$v" &&
 	t_pass verdict-busy-old-fail-dropped || t_fail verdict-busy-old-fail-dropped "$(grep '^check' "$v" | head -c 300 | tr '\n' ' ')"
+# A busy SKIP carries the last real verification, and never makes the
+# verdict fresh: a node whose GPU is always busy goes stale once that
+# verification is older than NVSIDECAR_VERDICT_MAX_AGE, however often
+# --full recorded a SKIP since (review M2)
+full
+t=$(($(date +%s) - 600))
+sed -i "s/^written .*/written $t/; s/^check \([A-Z]*\) [0-9]* /check \1 $t /" "$v"
+NVSIDECAR_VERDICT_MAX_AGE=3000 FAKE_CUDA_BUSY=1 full
+NVSIDECAR_VERDICT_MAX_AGE=3000 FAKE_CUDA_BUSY=1 full
+NVSIDECAR_VERDICT_MAX_AGE=3000 quick
+cp "$work/out" "$work/out-fresh"
+NVSIDECAR_VERDICT_MAX_AGE=300 quick
+if grep -qx "last OK $t" "$v" && grep -q '^check SKIP [0-9]* full full-p2p GPU 1 in use' "$v" &&
+	grep -q "^SKIP full     full-p2p: GPU 1 in use.*key unchanged; last verified 10 min ago (OK))$" "$work/out-fresh" &&
+	grep -q "^WARN full     full-cache: stale: full-p2p was last verified 10 min ago (OK), longer than 300 s (NVSIDECAR_VERDICT_MAX_AGE); every \`doctor --full' since skipped it" "$work/out" &&
+	! grep -q '^SKIP full     full-p2p' "$work/out"; then
+	t_pass verdict-busy-skip-not-fresh
+else
+	t_fail verdict-busy-skip-not-fresh "file: $(grep -E '^(check|last)' "$v" | head -c 300 | tr '\n' ' ') quick: $(show "$work/out")"
+fi
+# ...and with no verification at all under this key, it carries the first skip
+rm -f "$v"
+FAKE_CUDA_BUSY=1 full
+sed -i "s/^last SKIP .*/last SKIP $t/" "$v"
+NVSIDECAR_VERDICT_MAX_AGE=300 quick
+grep -q "^WARN full     full-cache: stale: full-p2p was not verified in the 10 min since it was first skipped" "$work/out" &&
+	t_pass verdict-busy-never-verified-stale || t_fail verdict-busy-never-verified-stale "$(show "$work/out")"
+# A full-rdma pass on a free GPU while GPU 0 is busy says nothing of GPU 0:
+# GPU 0's FAIL is kept until GPU 0 itself passes (review M1). RDMA runs
+# through a stand-in (NVS_TEST_FULL_RUNNER) that answers as `rdma --loopback'
+# would, with nvidia-peermem "loaded" under NVS_DOCTOR_ROOT.
+cat >"$work/runner" <<EOF
+#!/bin/bash
+if [[ \$1 != rdma ]]; then exec "$bin" "\$@"; fi
+while (( \$# )); do [[ \$1 == --gpu ]] && g=\$2; shift; done
+echo "loopback on GPU \$g: \${RUNNER_RDMA:-ok}"
+[[ \${RUNNER_RDMA:-ok} == ok ]]
+EOF
+chmod +x "$work/runner"
+mkdir -p "$root/sys/module/nvidia_peermem"
+rdma() { env NVS_TEST_FULL_RUNNER="$work/runner" "$@" "$bin" doctor --full --lib "$work/libcuda.so.1" >"$work/full" 2>&1; }
+rdma RUNNER_RDMA=wrong-data
+f0=$(grep -c '^check FAIL [0-9]* full full-rdma loopback on GPU 0: wrong-data' "$v")
+rdma FAKE_CUDA_BUSY=0
+quick
+kept=$(grep -c '^check FAIL [0-9]* full full-rdma loopback on GPU 0: wrong-data' "$v")
+grep -q "keeping the last verdict's FAIL of full-rdma ([0-9]* s old, on GPU 0; this run verified GPU 1 only)" "$work/full" &&
+	grep -q '^FAIL full     full-rdma: loopback on GPU 0: wrong-data' "$work/out" && [[ $rc == 1 ]] || kept="$kept but: $(show "$work/full")"
+rdma
+quick
+if [[ $f0 == 1 && $kept == 1 ]] && grep -q '^check OK [0-9]* full full-rdma loopback on GPU 0: ok' "$v" &&
+	grep -qx 'gpu 0' "$v" && grep -q '^OK   full     full-rdma: loopback on GPU 0: ok' "$work/out"; then
+	t_pass verdict-rdma-other-gpu-keeps-fail
+else
+	t_fail verdict-rdma-other-gpu-keeps-fail "stored $f0, kept $kept: $(grep -A2 full-rdma "$v" | head -c 300 | tr '\n' ' ')"
+fi
+rm -r "$root/sys/module"
 # control: a GPU that answers another error is broken: stored as FAIL
 FAKE_CUDA_RETAIN_ERROR=1:999 full
 quick

@@ -404,10 +404,18 @@ static bool exit_busy(int st)
 	return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == NVS_EX_BUSY;
 }
 
+/* The program the checks run as: this one (test only: NVS_TEST_FULL_RUNNER's stand-in). */
+static const char *runner(const struct nvs_doctor_opts *o)
+{
+	const char *t = nvs_env_test_full_runner();
+
+	return t ? t : o->self;
+}
+
 static void full_p2p(struct nvs_checks *c, const struct nvs_doctor_opts *o, char *lib, const struct gpu_probe *g,
 		     struct full_run *run)
 {
-	const char *argv[] = { o->self, "p2p", "--size", "4M", "--iters", "2", lib[0] ? "--lib" : NULL, lib, NULL };
+	const char *argv[] = { runner(o), "p2p", "--size", "4M", "--iters", "2", lib[0] ? "--lib" : NULL, lib, NULL };
 	char out[2048], why[512], bad[512];
 	struct run_end end;
 	int st;
@@ -454,14 +462,15 @@ static void full_rdma(struct nvs_checks *c, const struct nvs_doctor_opts *o, cha
 	const struct nvs_check *gate = find(c, "gdr-dmabuf");
 	bool dmabuf = gate && gate->res == CK_OK;
 	char gpu[16] = "0";
-	const char *argv[] = { o->self, "rdma", "--loopback", "--mem", dmabuf ? "cuda-dmabuf" : "cuda-peermem",
+	const char *argv[] = { runner(o), "rdma", "--loopback", "--mem", dmabuf ? "cuda-dmabuf" : "cuda-peermem",
 			       "--sizes", "64K,1M", "--iters", "4", "--timeout", "10", "--gpu", gpu,
 			       lib[0] ? "--cuda-lib" : NULL, lib, NULL };
-	char out[2048], why[512];
+	char out[2048], why[512], peermem[4200];
 	struct run_end end;
 	int st;
 
-	if (!dmabuf && access("/sys/module/nvidia_peermem", F_OK)) {
+	snprintf(peermem, sizeof(peermem), "%s/sys/module/nvidia_peermem", o->root ? o->root : "");
+	if (!dmabuf && access(peermem, F_OK)) {
 		add(c, CK_SKIP, "full", "full-rdma", "no path to GPU memory for RDMA: libcuda's dma-buf gate is closed and nvidia-peermem is not loaded");
 		return;
 	}
@@ -590,45 +599,96 @@ static bool skipped_busy(const struct full_run *run, const char *name)
 	return false;
 }
 
-/*
- * The previous verdict's FAIL for a check this run skipped as busy, when
- * that verdict is still in force (same key, not older than max_age, as
- * nvs_doctor_cached would use it); NULL otherwise.
- */
-static const struct nvs_vresult *prev_fail(const struct nvs_vcache *prev, bool usable, const char *name)
+/* The previous verdict's result for name, or NULL. */
+static const struct nvs_vresult *prev_result(const struct nvs_vcache *prev, const char *name)
 {
-	for (size_t i = 0; usable && i < prev->n; ++i)
-		if (prev->r[i].res == CK_FAIL && !strcmp(prev->r[i].name, name))
+	for (size_t i = 0; prev && i < prev->n; ++i)
+		if (!strcmp(prev->r[i].name, name))
 			return &prev->r[i];
 	return NULL;
 }
 
 /*
+ * The previous verdict's FAIL for check k that this run must keep, when
+ * that verdict is still in force (usable: same key, not older than
+ * max_age, as nvs_doctor_cached would use it); NULL otherwise. Kept: the
+ * FAIL of a check this run skipped because a GPU was busy (a job holding
+ * the GPU proves no repair), and the FAIL of full-rdma found on another
+ * GPU than the one this run's loopback had free (review M1: a pass on
+ * GPU 2 says nothing of GPU 0). why: the reason, for the WARN.
+ */
+static const struct nvs_vresult *kept_fail(const struct nvs_vcache *prev, bool usable, const struct nvs_check *k,
+					   const struct full_run *run, char *why, size_t len)
+{
+	const struct nvs_vresult *f = usable ? prev_result(prev, k->name) : NULL;
+	char a[32];
+
+	if (!f || f->res != CK_FAIL)
+		return NULL;
+	age_str((int64_t)time(NULL) - f->verified, a, sizeof(a));
+	if (skipped_busy(run, k->name)) {
+		snprintf(why, len, "%s (%s old)", f->name, a);
+		return f;
+	}
+	/* a FAIL stored without its GPU is GPU 0's: the loopback's first choice */
+	if (!strcmp(k->name, "full-rdma") && k->res != CK_FAIL && run->rdma_gpu >= 0 &&
+	    run->rdma_gpu != (f->gpu < 0 ? 0 : f->gpu)) {
+		snprintf(why, len, "%s (%s old, on GPU %d; this run verified GPU %d only)", f->name, a,
+			 f->gpu < 0 ? 0 : f->gpu, run->rdma_gpu);
+		return f;
+	}
+	return NULL;
+}
+
+/*
+ * A SKIP because a GPU was busy verified nothing: it carries the last real
+ * verification of that check (the previous verdict's result, or what that
+ * one carried), so that the quick check can say how old it is and call it
+ * stale past max_age (review M2). With no earlier result under this key,
+ * it carries "none since now".
+ */
+static void carry_last(struct nvs_vresult *r, const struct nvs_vresult *p, int64_t now)
+{
+	r->has_last = true;
+	r->last_res = CK_SKIP;
+	r->last = now;
+	if (p && p->res != CK_SKIP) {
+		r->last_res = p->res;
+		r->last = p->verified;
+	} else if (p && p->has_last) {
+		r->last_res = p->last_res;
+		r->last = p->last;
+	}
+}
+
+/*
  * Stores what this run verified. A check skipped because a GPU was busy is
- * stored as that SKIP, never as a FAIL, and never as an OK it did not earn;
- * but the FAIL the previous verdict in force had for it is kept as it was
- * (its message, fix and time): the job holding the GPU proves no repair,
- * and the health check would resume the node it drained. The format is
- * unchanged (version 2): a SKIP line is a SKIP line.
+ * stored as that SKIP, never as a FAIL, and never as an OK it did not earn,
+ * with the last real verification it carries (carry_last); the FAIL the
+ * previous verdict in force had for it is kept as it was (its message, fix
+ * and time): the job holding the GPU proves no repair, and the health
+ * check would resume the node it drained. So is a full-rdma FAIL of
+ * another GPU than the one this run verified (kept_fail).
  */
 static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o, const struct full_run *run)
 {
-	struct nvs_vcache *v = calloc(1, sizeof(*v)), *prev = run->nbusy ? calloc(1, sizeof(*prev)) : NULL;
+	struct nvs_vcache *v = calloc(1, sizeof(*v)), *prev = calloc(1, sizeof(*prev));
 	unsigned int max_age = nvs_env_verdict_max_age(NVS_VCACHE_MAX_AGE_DEF);
-	char dir[4096], err[4400], kept[256] = "", a[32];
+	char dir[4096], err[4400], kept[512] = "", why[200];
 	int64_t now = (int64_t)time(NULL);
-	bool usable = false;
+	bool usable = false, same_key = false;
 
-	if (!v || (run->nbusy && !prev)) {
+	if (!v || !prev) {
 		add(c, CK_WARN, "full", "full-cache", "Out of memory: the verdict was not stored");
 		goto out;
 	}
 	nvs_vcache_dir(o->root, dir, sizeof(dir));
 	nvs_vkey_read(&v->key, o->root);
 	v->written = now;
-	if (prev && !nvs_vcache_load(prev, dir, err, sizeof(err)))
-		usable = nvs_vkey_diff(&prev->key, &v->key) == VK_N && now >= prev->written &&
-			 now - prev->written <= (int64_t)max_age;
+	if (!nvs_vcache_load(prev, dir, err, sizeof(err))) {
+		same_key = nvs_vkey_diff(&prev->key, &v->key) == VK_N && now >= prev->written;
+		usable = same_key && now - prev->written <= (int64_t)max_age;
+	}
 	for (size_t i = 0; i < c->n && v->n < NVS_VCACHE_MAX; ++i) {
 		const struct nvs_check *k = &c->v[i];
 		struct nvs_vresult *r = &v->r[v->n];
@@ -636,18 +696,21 @@ static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o, co
 
 		if (!cached_layer(k->layer))
 			continue;
-		f = skipped_busy(run, k->name) ? prev_fail(prev, usable, k->name) : NULL;
+		f = kept_fail(prev, usable, k, run, why, sizeof(why));
 		if (f) {
 			size_t o2 = strlen(kept);
 
 			*r = *f;
 			v->n++;
-			snprintf(kept + o2, sizeof(kept) - o2, "%s%s (%s old)", o2 ? ", " : "", f->name,
-				 age_str(now - f->verified, a, sizeof(a)));
+			snprintf(kept + o2, sizeof(kept) - o2, "%s%s", o2 ? ", " : "", why);
 			continue;
 		}
+		memset(r, 0, sizeof(*r));
 		r->res = k->res;
 		r->verified = now;
+		r->gpu = !strcmp(k->name, "full-rdma") ? run->rdma_gpu : -1;
+		if (skipped_busy(run, k->name))
+			carry_last(r, same_key ? prev_result(prev, k->name) : NULL, now);
 		snprintf(r->layer, sizeof(r->layer), "%s", k->layer);
 		snprintf(r->name, sizeof(r->name), "%s", k->name);
 		snprintf(r->msg, sizeof(r->msg), "%s", k->msg);
@@ -660,7 +723,7 @@ static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o, co
 		    dir);
 	} else if (kept[0]) {
 		add(c, CK_WARN, "full", "full-cache",
-		    "verdict stored in %s/%s, keeping the last verdict's FAIL of %s: this run could not check again (a GPU was busy), and a busy GPU is no evidence of a repair",
+		    "verdict stored in %s/%s, keeping the last verdict's FAIL of %s: this run could not check that again (a GPU was busy), and a busy GPU, or a pass on another GPU, is no evidence of a repair",
 		    dir, NVS_VCACHE_FILE, kept);
 		fix(c, "Run `nvsidecar doctor --full' when the GPUs are free (the node idle or drained) to verify them again");
 	} else {
@@ -724,13 +787,39 @@ void nvs_doctor_cached(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 	}
 	for (size_t i = 0; i < v->n; ++i) {
 		const struct nvs_vresult *r = &v->r[i];
+		char l[32];
 
 		/* the layers this run checked itself are its own answer */
 		if (o->mode == NVS_DOCTOR_DEFAULT && strcmp(r->layer, "full"))
 			continue;
-		/* a SKIP verified nothing (a busy GPU's check did not run): it was recorded */
-		add(c, r->res, r->layer, r->name, "%s (%s %s ago by `doctor --full', key unchanged)", r->msg,
-		    r->res == CK_SKIP ? "recorded" : "verified", age_str(now - r->verified, a, sizeof(a)));
+		/*
+		 * A busy GPU's SKIP verified nothing: what counts is the last
+		 * real verification it carries. Older than max_age, it is
+		 * stale like a verdict that old (review M2): a WARN, never a
+		 * fresh-looking SKIP however often --full recorded one.
+		 */
+		if (r->res == CK_SKIP && r->has_last) {
+			char last[96];
+
+			age_str(now - r->last, l, sizeof(l));
+			if (r->last_res == CK_SKIP)
+				snprintf(last, sizeof(last), "not verified in the %s since it was first skipped", l);
+			else
+				snprintf(last, sizeof(last), "last verified %s ago (%s)", l, nvs_check_result_name(r->last_res));
+			if (now < r->last || now - r->last > (int64_t)max_age) {
+				add(c, CK_WARN, "full", "full-cache",
+				    "stale: %s was %s, longer than %u s (NVSIDECAR_VERDICT_MAX_AGE); every `doctor --full' since skipped it: %s",
+				    r->name, last, max_age, r->msg);
+				fix(c, "Run `nvsidecar doctor --full' while the GPUs are free (drain the node, or between jobs) to verify them again");
+				continue;
+			}
+			add(c, r->res, r->layer, r->name, "%s (recorded %s ago by `doctor --full', key unchanged; %s)",
+			    r->msg, age_str(now - r->verified, a, sizeof(a)), last);
+		} else {
+			/* a SKIP verified nothing (a busy GPU's check did not run): it was recorded */
+			add(c, r->res, r->layer, r->name, "%s (%s %s ago by `doctor --full', key unchanged)", r->msg,
+			    r->res == CK_SKIP ? "recorded" : "verified", age_str(now - r->verified, a, sizeof(a)));
+		}
 		if (r->fix[0])
 			fix(c, "%s", r->fix);
 	}

@@ -277,12 +277,18 @@ const char *nvs_vcache_dir(const char *root, char *buf, size_t len)
  * turn the FAIL of every node drained on a cached verdict into a WARN at
  * the upgrade, and the health check would resume those nodes until the
  * next --full (review of A5).
- * A check --full could not run because a GPU was busy (another process's
- * in exclusive-process mode, issue 23 item 3) is an ordinary SKIP line:
- * no new result or field, so version 2 stays; doctor_full.c's full_store
- * decides what is stored for it.
+ * Version 3 adds two optional lines after a check (review M1, M2):
+ *   gpu N                          the one GPU the check ran on (full-rdma)
+ *   last RESULT SECONDS            a SKIP because a GPU was busy: the last
+ *                                  real verification it carries (RESULT
+ *                                  SKIP: none since SECONDS)
+ * so that a pass on another GPU does not clear a GPU's FAIL, and a SKIP
+ * does not make a verdict look freshly verified. Versions 1 and 2 are
+ * read as before (no gpu, no last); an older nvsidecar refuses a version
+ * 3 file as not a verdict (a WARN), until --full rewrites it.
  */
-#define MAGIC "nvsidecar-verdict 2"
+#define MAGIC "nvsidecar-verdict 3"
+#define MAGIC_V2 "nvsidecar-verdict 2"
 #define MAGIC_V1 "nvsidecar-verdict 1"
 #define MAX_TIME (1ll << 40)
 #define SEEN_TIME (1u << VK_N)
@@ -374,6 +380,7 @@ static int parse_line(struct nvs_vcache *v, const char *s, unsigned int *seen, c
 			return bad(err, errlen, dir, no, "too many checks");
 		r = &v->r[v->n];
 		memset(r, 0, sizeof(*r));
+		r->gpu = -1;
 		if (!word(rest, t, sizeof(t), &rest))
 			return bad(err, errlen, dir, no, "a check line needs a result");
 		for (res = CK_OK; res <= CK_SKIP && strcmp(t, nvs_check_result_name((enum nvs_check_result)res)); ++res)
@@ -387,6 +394,25 @@ static int parse_line(struct nvs_vcache *v, const char *s, unsigned int *seen, c
 		    !copy_text(r->msg, sizeof(r->msg), rest))
 			return bad(err, errlen, dir, no, "a check line needs a layer, a name and a message");
 		v->n++;
+	} else if (!strcmp(w, "gpu")) {
+		uint32_t g;
+
+		if (!v->n || v->r[v->n - 1].gpu >= 0 || (rest[0] == '0' && rest[1]) || nvs_parse_u32(rest, 0, 63, &g))
+			return bad(err, errlen, dir, no, "a gpu line (`gpu N', 0-63) belongs after its check, once");
+		v->r[v->n - 1].gpu = (int)g;
+	} else if (!strcmp(w, "last")) {
+		struct nvs_vresult *r = v->n ? &v->r[v->n - 1] : NULL;
+		char t[32];
+		int res;
+
+		if (!r || r->res != CK_SKIP || r->has_last || !word(rest, t, sizeof(t), &rest))
+			return bad(err, errlen, dir, no, "a last line belongs after its SKIP check, once");
+		for (res = CK_OK; res <= CK_SKIP && strcmp(t, nvs_check_result_name((enum nvs_check_result)res)); ++res)
+			;
+		if (res > CK_SKIP || !seconds(rest, &r->last))
+			return bad(err, errlen, dir, no, "a last line is `last RESULT SECONDS'");
+		r->last_res = (enum nvs_check_result)res;
+		r->has_last = true;
 	} else if (!strcmp(w, "fix")) {
 		if (!v->n || v->r[v->n - 1].fix[0] || !*rest ||
 		    !copy_text(v->r[v->n - 1].fix, sizeof(v->r[0].fix), rest))
@@ -438,7 +464,7 @@ int nvs_vcache_load(struct nvs_vcache *v, const char *dir, char *err, size_t err
 		if (in.lineno == 1) {
 			if (!strcmp(l, MAGIC_V1)) {
 				v1 = true;
-			} else if (strcmp(l, MAGIC)) {
+			} else if (strcmp(l, MAGIC) && strcmp(l, MAGIC_V2)) {
 				ret = bad(err, errlen, dir, 1, "not a verdict file (`" MAGIC "' expected)");
 				goto out;
 			}
@@ -493,6 +519,10 @@ int nvs_vcache_save(const struct nvs_vcache *v, const char *dir, char *err, size
 			put_text(val, sizeof(val), r->fix);
 			fprintf(f, "fix %s\n", val);
 		}
+		if (r->gpu >= 0 && r->gpu <= 63)
+			fprintf(f, "gpu %d\n", r->gpu);
+		if (r->res == CK_SKIP && r->has_last)
+			fprintf(f, "last %s %lld\n", nvs_check_result_name(r->last_res), (long long)r->last);
 	}
 	fprintf(f, "end %zu\n", v->n);
 	if (fclose(f)) {

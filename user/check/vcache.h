@@ -47,7 +47,16 @@ struct nvs_vkey {
 
 struct nvs_vresult {
 	enum nvs_check_result res;
-	int64_t verified;	/* CLOCK_REALTIME seconds */
+	int64_t verified;	/* CLOCK_REALTIME seconds: when this result was found */
+	int gpu;		/* the one GPU the check ran on (full-rdma); -1: not one, or not said */
+	/*
+	 * A SKIP because a GPU was busy verified nothing: the last real
+	 * verification it carries (has_last), last_res at last; last_res
+	 * CK_SKIP: none since last (every run from then on was skipped).
+	 */
+	bool has_last;
+	enum nvs_check_result last_res;
+	int64_t last;
 	char layer[16];
 	char name[96];
 	char msg[512];

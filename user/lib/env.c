@@ -101,6 +101,13 @@ unsigned int nvs_env_test_verify_timeout_s(unsigned int def)
 	return v && !nvs_parse_u32(v, 1, 3600, &s) ? s : def;
 }
 
+const char *nvs_env_test_full_runner(void)
+{
+	const char *v = nvs_env("NVS_TEST_FULL_RUNNER");
+
+	return v && v[0] == '/' ? v : NULL;
+}
+
 bool nvs_env_test_unkillable(void)
 {
 	const char *v = nvs_env("NVS_TEST_UNKILLABLE");

@@ -53,6 +53,8 @@ unsigned int nvs_env_test_verify_timeout_s(unsigned int def);
  * kernel (state D) does (tests).
  */
 bool nvs_env_test_unkillable(void);
+/* NVS_TEST_FULL_RUNNER: an absolute path doctor --full runs as `p2p' and `rdma' instead of itself (tests). */
+const char *nvs_env_test_full_runner(void);
 /*
  * NVSIDECAR_STATE_DIR: the per-node writable directory for the verdict
  * cache (default /var/lib/nvsidecar); NULL when unset, empty or not an
