@@ -273,6 +273,23 @@ printf 'pci-dump = %s\n' "$top/tests/topo/5090-switch.dump" >"$work/bad.conf"
 rc=$?
 [[ $rc == 2 ]] && grep -q "bad.conf:1: \`pci-dump' is not a doctor.conf key: it chooses one run; pass \`--pci-dump' on the command line" "$work/err" &&
 	t_pass doctor-conf-pci-dump-not-a-key || t_fail doctor-conf-pci-dump-not-a-key "rc $rc: $(head -1 "$work/err")"
+# The option lists in these hints come from doctor's option tables, never a
+# list typed by hand that drifts (review L5): every run option, --no-strict
+# included, is named as one in doctor.conf; every option --help lists gets
+# its own hint for `--opt=value' (never "not an option of doctor")
+bad=
+for o in no-strict help brief; do
+	printf '%s = yes\n' "$o" >"$work/bad.conf"
+	"$bin" doctor --config "$work/bad.conf" >/dev/null 2>"$work/err"
+	grep -q "bad.conf:1: \`$o' is not a doctor.conf key: it chooses one run; pass \`--$o' on the command line (doctor.conf keys: expect-gpus, limit, driver-version, patched, nvml, lib, gpu-ids, textfile, strict)" "$work/err" ||
+		bad+=" [$o] $(head -1 "$work/err")"
+done
+opts=$("$bin" doctor --help | grep -oE '^ +--[a-z-]+' | tr -d ' ' | sort -u)
+for o in $opts; do
+	"$bin" doctor "$o=x" >/dev/null 2>"$work/err"
+	grep -qE "\`$o' takes no value|two words, \`$o x'" "$work/err" || bad+=" [$o=x] $(head -1 "$work/err")"
+done
+[[ -n $opts && -z $bad ]] && t_pass "doctor-opts-from-table ($(wc -w <<<"$opts") options)" || t_fail doctor-opts-from-table "$bad"
 printf 'limit = hotspot\n' >"$work/bad.conf"
 "$bin" doctor --config "$work/bad.conf" >/dev/null 2>"$work/err"
 rc=$?

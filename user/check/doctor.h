@@ -103,6 +103,24 @@ int nvs_doctor_set(struct nvs_doctor_opts *o, const char *key, const char *val, 
 bool nvs_doctor_key_known(const char *key);
 /* Whether key takes a value (every known key but "strict"). */
 bool nvs_doctor_key_has_value(const char *key);
+
+/*
+ * doctor's options that choose one run and are not doctor.conf keys
+ * ("quick", "pci-dump", ...; value: it takes one), the table the error
+ * hints are made from (review L5): the keys above are options too.
+ */
+struct nvs_doctor_opt {
+	const char *name;
+	bool value;
+};
+extern const struct nvs_doctor_opt nvs_doctor_run_opts[];
+extern const size_t nvs_doctor_run_nopts;
+/*
+ * Every option doctor takes, run options and keys, from the two tables:
+ * as nvs_arg_invalid() wants them ("--brief ... --expect-gpus= ...") when
+ * as_options, else the keys alone ("expect-gpus, limit, ..."). Returns buf.
+ */
+const char *nvs_doctor_opts_list(char *buf, size_t len, bool as_options);
 /*
  * Reads a doctor.conf: "key = value" lines, '#' comments. A missing file is
  * -ENOENT (the caller decides whether that matters); a bad line -EINVAL

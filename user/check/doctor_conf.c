@@ -22,6 +22,27 @@ static const char *const keys[] = {
 	"expect-gpus", "limit", "driver-version", "patched", "nvml", "lib", "gpu-ids", "textfile", "strict",
 };
 
+const struct nvs_doctor_opt nvs_doctor_run_opts[] = {
+	{ "quick", false }, { "full", false }, { "brief", false }, { "json", false }, { "no-strict", false },
+	{ "help", false }, { "config", true }, { "pci-dump", true },
+};
+const size_t nvs_doctor_run_nopts = sizeof(nvs_doctor_run_opts) / sizeof(nvs_doctor_run_opts[0]);
+
+const char *nvs_doctor_opts_list(char *buf, size_t len, bool as_options)
+{
+	size_t o = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; as_options && i < nvs_doctor_run_nopts && o < len; ++i)
+		o += (size_t)snprintf(buf + o, len - o, "%s--%s%s", o ? " " : "", nvs_doctor_run_opts[i].name,
+				      nvs_doctor_run_opts[i].value ? "=" : "");
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]) && o < len; ++i)
+		o += (size_t)snprintf(buf + o, len - o, "%s%s%s%s", !o ? "" : as_options ? " " : ", ",
+				      as_options ? "--" : "", keys[i],
+				      as_options && nvs_doctor_key_has_value(keys[i]) ? "=" : "");
+	return buf;
+}
+
 bool nvs_doctor_key_has_value(const char *key)
 {
 	return strcmp(key, "strict") != 0;
@@ -56,16 +77,16 @@ int nvs_doctor_set(struct nvs_doctor_opts *o, const char *key, const char *val, 
 		 * machine's dump, which a file every health check reads must
 		 * never make it do (admin review: the man page said it could).
 		 */
-		static const char *const run_only[] = { "pci-dump", "config", "quick", "full", "brief", "json" };
+		char list[512];
 
-		for (size_t i = 0; i < sizeof(run_only) / sizeof(run_only[0]); ++i)
-			if (!strcmp(key, run_only[i])) {
-				snprintf(err, errlen, "`%s' is not a doctor.conf key: it chooses one run; pass `--%s' on the command line (doctor.conf keys: expect-gpus, limit, driver-version, patched, nvml, lib, gpu-ids, textfile, strict)",
-					 key, key);
+		nvs_doctor_opts_list(list, sizeof(list), false);
+		for (size_t i = 0; i < nvs_doctor_run_nopts; ++i)
+			if (!strcmp(key, nvs_doctor_run_opts[i].name)) {
+				snprintf(err, errlen, "`%s' is not a doctor.conf key: it chooses one run; pass `--%s' on the command line (doctor.conf keys: %s)",
+					 key, key, list);
 				return -ENOENT;
 			}
-		snprintf(err, errlen, "Unknown setting `%s' (doctor.conf keys are the long options: expect-gpus, limit, driver-version, patched, nvml, lib, gpu-ids, textfile, strict)",
-			 key);
+		snprintf(err, errlen, "Unknown setting `%s' (doctor.conf keys are the long options: %s)", key, list);
 		return -ENOENT;
 	}
 	if (!val)

@@ -171,14 +171,14 @@ static void usage(FILE *f, const char *prog)
 static int refuse(const char *sub, const char *a)
 {
 	const char *eq = strncmp(a, "--", 2) ? NULL : strchr(a, '=');
-	char key[64];
+	char key[64], opts[512];
 
 	if (!eq || (size_t)(eq - a) >= sizeof(key))
 		return nvs_arg_refuse(sub, a, NVS_ARG_UNKNOWN);
 	snprintf(key, sizeof(key), "%.*s", (int)(eq - a - 2), a + 2);
 	if (nvs_doctor_key_known(key))
 		return nvs_arg_refuse(sub, a, nvs_doctor_key_has_value(key) ? NVS_ARG_VALUE : NVS_ARG_FLAG);
-	return nvs_arg_invalid(sub, a, "--brief --quick --full --no-strict --config= --pci-dump=");
+	return nvs_arg_invalid(sub, a, nvs_doctor_opts_list(opts, sizeof(opts), true));
 }
 
 int doctor_main(int argc, const char *argv[])
