@@ -27,13 +27,16 @@
  * compute mode (CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, 20, needs no context)
  * and a primary context. A check that needs a GPU that answers 46, or one
  * an admin set to PROHIBITED on purpose, is SKIP with that reason and does
- * not run; a run that a job's new context beat to a GPU (46 in its output)
- * is SKIP the same way. Any other answer (999, 101 ...) is the check's to
- * judge, and fails as before. The verdict stores the SKIP (it claims
- * nothing passed); a FAIL the previous verdict held for that check, with
+ * not run; a run that a job's new context beat to a GPU (the child's exit
+ * status NVS_EX_BUSY, never its output's text) is SKIP the same way. Any
+ * other answer (999, 101 ...) fails, even beside a busy GPU. The verdict
+ * stores the SKIP (it claims nothing passed) with the last real
+ * verification it carries, which goes stale past max_age however often a
+ * SKIP is recorded; a FAIL the previous verdict held for that check, with
  * the same key and still in force, is kept instead: a busy GPU is no
  * evidence of a repair, and dropping the FAIL would let the health check
- * resume a drained node (full_store).
+ * resume a drained node (full_store). So is a full-rdma FAIL of another
+ * GPU than the one this run's loopback verified.
  */
 #include <errno.h>
 #include <fcntl.h>
