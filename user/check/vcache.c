@@ -264,11 +264,13 @@ const char *nvs_vcache_dir(const char *root, char *buf, size_t len)
 }
 
 /* ---- the file ------------------------------------------------------------
- *   nvsidecar-verdict 2
+ *   nvsidecar-verdict 3
  *   written SECONDS
  *   key NAME VALUE                 (every field, once, in any order)
  *   check RESULT SECONDS LAYER NAME MESSAGE
  *   fix TEXT                       (optional, for the check before it)
+ *   gpu N                          (optional, version 3: below)
+ *   last RESULT SECONDS            (optional, version 3: below)
  *   end N                          (N: the number of check lines; last)
  * The end line makes a file cut short (a crash, a full or damaged file
  * system: the write itself is atomic) unusable rather than a shorter,
