@@ -537,11 +537,14 @@ rc=$?
 # left behind after a bounded wait, not waited for forever (M5)
 t0=$SECONDS
 NVSIDECAR_STATE_DIR=$work/busy-state NVS_TEST_UNKILLABLE=1 FAKE_CUDA_DEVICES=2 FAKE_CUDA_RETAIN_HANG=1 \
-	timeout 60 "$bin" doctor --full --lib "$work/libcuda.so.1" >"$work/out" 2>&1
+	T45_LEFT_MARK=$work timeout 60 "$bin" doctor --full --lib "$work/libcuda.so.1" >"$work/out" 2>&1
 rc=$?
 took=$((SECONDS - t0))
 left=$(sed -n 's/.*full-probe: .*(pid \([0-9]*\), left behind).*/\1/p' "$work/out")
-[[ -n $left ]] && kill -KILL -- "-$left" 2>/dev/null
+# what this run left behind (whatever the doctor did), by its environment
+for p in /proc/[0-9]*; do
+	[[ " $({ tr '\0' ' ' <"$p/environ"; } 2>/dev/null) " == *" T45_LEFT_MARK=$work "* ]] && kill -KILL "${p#/proc/}" 2>/dev/null
+done
 [[ $rc == 1 && $took -lt 40 && -n $left ]] &&
 	grep -q "^FAIL full     full-probe: Asking the GPUs .* did not finish in 15 s, and did not exit after SIGKILL (pid $left, left behind): the GPU may be wedged" "$work/out" &&
 	grep -q '^SKIP full     full-p2p: not run: the GPUs did not answer the probe' "$work/out" &&
