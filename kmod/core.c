@@ -19,8 +19,11 @@
  *   pci_lock_rescan_remove()  scan at load and teardown at unload, so that
  *                             no device is added or deleted meanwhile
  *   device_lock(pci dev)      held by the driver core around bind/unbind
- *                             (never taken here: a probe that rescans
- *                             would deadlock against the scan)
+ *                             (our notifier is called under it); taken
+ *                             here only by the dma-buf probe, across its
+ *                             mapping (nvs_gpus_lock inside), and at a
+ *                             free sim's BUS_NOTIFY_DEL_DEVICE, outside
+ *                             nvs_attach_lock, to wait for that probe
  *   nvs_attach_lock           every attach state change (add, map, unmap,
  *                             hwmon/class registration, delete), and the
  *                             pending list; the pending work takes it, so
@@ -435,6 +438,34 @@ static bool nvs_is_free_sim(const struct pci_dev *pdev)
 	return false;
 }
 
+/*
+ * An importer with a driver is ready for DMA (the driver core configured
+ * it before the bind) and stays so until its unbind, which waits for the
+ * probe's device lock. A free sim has no driver, so neither holds for it,
+ * and it is an importer only while it is listed here:
+ * - Adding, the device is on the bus, and registered, before the ADD
+ *   notifiers run, and the IOMMU core sets its DMA up in its own
+ *   (iommu_bus_notifier(), registered at subsys_initcall, so called before
+ *   ours). A probe that found it in between mapped through dma-direct and
+ *   unmapped through the IOMMU: the sid lane's WARN in __iommu_dma_unmap().
+ *   It is listed by our ADD notifier, after that.
+ * - Deleting, device_del() takes the device lock only to mark the device
+ *   dead, while device_is_registered() stays true until the end, and the
+ *   IOMMU core lets go of it at BUS_NOTIFY_REMOVED_DEVICE. Our DEL notifier
+ *   comes between the two: it unlists the sim, then takes and drops its
+ *   device lock, which waits for a probe that holds it mapped
+ *   (nvs_pci_notify()).
+ * A sysfs write to the IOMMU group's type can still change a driverless
+ * device's DMA under a probe; the tests do not do that.
+ */
+static enum nvs_importer nvs_free_sim_importer(struct pci_dev *pdev)
+{
+	struct nvs_gpu *gpu = nvs_gpu_get_by_pdev(pdev);
+
+	nvs_gpu_put(gpu);
+	return gpu ? NVS_IMPORTER_OK : NVS_IMPORTER_NOT_LISTED;
+}
+
 enum nvs_importer nvs_core_importer_check(struct pci_dev *pdev)
 {
 	const struct device_driver *drv = pdev->dev.driver;
@@ -443,7 +474,7 @@ enum nvs_importer nvs_core_importer_check(struct pci_dev *pdev)
 	if (!device_is_registered(&pdev->dev))
 		return NVS_IMPORTER_REMOVED;
 	if (nvs_is_free_sim(pdev))
-		return NVS_IMPORTER_OK;
+		return nvs_free_sim_importer(pdev);
 	if (!drv)
 		return NVS_IMPORTER_NO_DRIVER;
 	if (!nvs_driver_owns(drv))
@@ -939,6 +970,20 @@ static int nvs_pci_notify(struct notifier_block *nb, unsigned long action,
 	}
 out:
 	mutex_unlock(&nvs_attach_lock);
+	/*
+	 * Unlisted now (and off the pending list), a free sim is refused as
+	 * an importer (nvs_free_sim_importer()); a probe that took its lock
+	 * before holds a mapping for it, which must go before the IOMMU core
+	 * releases the device: wait for it. Not under nvs_attach_lock, since
+	 * the probe may wait long, uninterruptibly, for the exporter's
+	 * reservation lock while it holds the device lock. Others that take
+	 * the lock of a device being deleted (AER callbacks, the reset
+	 * attribute, the PM core) wait on none of our locks.
+	 */
+	if (action == BUS_NOTIFY_DEL_DEVICE && nvs_is_free_sim(pdev)) {
+		device_lock(&pdev->dev);
+		device_unlock(&pdev->dev);
+	}
 	return NOTIFY_DONE;
 }
 

@@ -661,11 +661,13 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 	}
 
 	/*
-	 * The importer's device lock keeps its driver bound and the device
-	 * registered (unbind and removal take it) while a mapping exists for
-	 * it; with an IOMMU, mapping for a device whose group is being torn
-	 * down is not safe. While it is held, whatever else takes that lock
-	 * waits too: system suspend, the AER callbacks and
+	 * The importer's device lock keeps its driver bound while a mapping
+	 * exists for it: the PCI core unbinds under it before it deletes a
+	 * device, and with an IOMMU, mapping for a device whose group is
+	 * being torn down is not safe. A driverless free sim has no unbind
+	 * to wait for: the importer check and our PCI notifier order it
+	 * (nvs_free_sim_importer()). While the lock is held, whatever else
+	 * takes it waits too: system suspend, the AER callbacks and
 	 * pci_reset_function() for the importer, which is why the probe
 	 * holds it only from the attach to the detach.
 	 */
@@ -686,6 +688,10 @@ int nvs_dmabuf_probe(int fd, const char *importer, struct nvs_gpu *gpu,
 	case NVS_IMPORTER_NO_DRIVER:
 		NL_SET_ERR_MSG(extack, "The importer has no driver: bind its own driver (the NIC's) first");
 		ret = -EPERM;
+		goto refused;
+	case NVS_IMPORTER_NOT_LISTED:
+		NL_SET_ERR_MSG(extack, "The importer is a simulated GPU that nvsidecar does not list now (being added or removed, or no recipe for it): see the kernel log");
+		ret = -ENODEV;
 		goto refused;
 	case NVS_IMPORTER_USERSPACE:
 		NL_SET_ERR_MSG(extack, "The importer's driver hands it to a guest or to userspace (vfio-pci, pci-stub, uio_pci_generic): bind the NIC's own driver, or probe inside the guest");

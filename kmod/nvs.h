@@ -166,13 +166,15 @@ int nvs_core_init(const char *sim);
  * dmabuf.c, device_lock(&pdev->dev) held: may a buffer be mapped for pdev?
  * Only if a driver owns it that does not hand it to a guest or userspace
  * (vfio-pci and its variants, pci-stub, uio_pci_generic), or it is a
- * simulated GPU without ":owned" (the tests' stand-in, which has no driver).
+ * simulated GPU without ":owned" (the tests' stand-in, which has no driver)
+ * while this module lists it: not yet, or no longer, is NOT_LISTED.
  */
 enum nvs_importer {
 	NVS_IMPORTER_OK,
 	NVS_IMPORTER_REMOVED,
 	NVS_IMPORTER_NO_DRIVER,
 	NVS_IMPORTER_USERSPACE,
+	NVS_IMPORTER_NOT_LISTED,
 };
 enum nvs_importer nvs_core_importer_check(struct pci_dev *pdev);
 void nvs_core_uninit(void);

@@ -477,6 +477,69 @@ else
 fi
 dmesg_check leak-no-warn
 
+# --- the importer deleted and added again while probes map for it ---------
+# A free sim has no driver, so no bind or unbind orders it against the
+# probe. Being added, it is on the bus before the IOMMU core sets its DMA
+# up: a probe that found it then mapped through dma-direct and unmapped
+# through the IOMMU, and the sid lane warned in __iommu_dma_unmap() (the
+# race below hit it now and then). Being deleted, it is marked dead, then
+# released by the IOMMU core, while still registered: a probe could map in
+# between. Here three probe loops map for GPU1 through nvsexp, which keeps
+# each fresh mapping 50 ms (map_delay_ms), while GPU1 is deleted and
+# rescanned five times. nvsexp counts the unmaps made through another
+# IOMMU domain than their map (switched: both windows, any IOMMU mode) and
+# those after their importer was deleted (outlived); the translating lanes
+# (6.1, sid) also show a wrong unmap as a WARN.
+echo "nvs-time dmabuf importer deleted under probes" >/dev/kmsg	# where the lane's time goes (dmesg)
+dmesg_mark "dmabuf importer deleted under probes"
+if [[ ! -f $NVS_TESTMODS/nvsexp.ko ]]; then
+	t_fail del-no-switched-mapping "no $NVS_TESTMODS/nvsexp.ko: the stand-in exporter did not build for $NVS_KVER"
+elif ! "${_nvs_insmod[@]}" "$NVS_TESTMODS/nvsexp.ko" map_delay_ms=50; then
+	t_fail del-no-switched-mapping "insmod nvsexp.ko failed"
+else
+	mpids=()
+	for j in 1 2 3; do
+		"$probe" --gpu 0 --importer "$gpu1" --from "$gpu0" --count 1000000 --seconds 9 \
+			nvsexp-iommu 65536 >/tmp/dmabuf-mid$j 2>&1 &
+		mpids+=($!)
+	done
+	for i in 1 2 3 4 5; do
+		sleep 1
+		echo 1 >/sys/bus/pci/devices/"$gpu1"/remove
+		sleep 0.3
+		echo 1 >/sys/bus/pci/rescan
+		wait_until 10 test -e /sys/bus/pci/devices/"$gpu1"
+	done
+	if wait_until 60 bash -c "for p in ${mpids[*]}; do kill -0 \$p 2>/dev/null && exit 1; done; exit 0"; then
+		wait "${mpids[@]}"
+		done_all=0 bad=
+		for j in 1 2 3; do
+			out=$(</tmp/dmabuf-mid$j)
+			echo "deleted under probes ($j): $(tail -n 1 <<<"$out")"
+			[[ $(field einval "$out") == 0 && $(field other "$out") == 0 ]] || bad+=" loop $j: ${out:0:300}"
+			done_all=$((done_all + $(field done "$out")))
+		done
+		[[ -z $bad ]] && t_pass del-probes-clean || t_fail del-probes-clean "want einval=0 other=0:$bad"
+		((done_all > 0)) && t_pass del-probes-mapped ||
+			t_fail del-probes-mapped "no probe completed: the test exercised nothing"
+	else
+		kill -KILL "${mpids[@]}" 2>/dev/null
+		t_fail del-probes-clean "the probe loops hung while their importer was deleted: $(tail -c 300 /tmp/dmabuf-mid1)"
+	fi
+	for c in switched outlived; do
+		n=$(cat /sys/module/nvsexp/parameters/$c)
+		if [[ $n == 0 ]]; then
+			t_pass del-no-$c-mapping
+		else
+			t_fail del-no-$c-mapping "$n probe mapping(s) for $gpu1 were $c (nvsexp): a probe mapped while $gpu1 was being added or deleted"
+		fi
+	done
+	echo 0 >/sys/module/nvsexp/parameters/map_delay_ms
+	"${_nvs_rmmod[@]}" nvsexp || t_fail del-nvsexp-unload "rmmod nvsexp failed"
+fi
+[[ -e /sys/bus/pci/devices/$gpu1 ]] || t_fail del-importer-back "$gpu1 did not come back after rescan"
+dmesg_check del-no-warn
+
 # --- probes racing with hot-removal of the importer --------------------------
 # The importer (GPU1) is removed and rescanned while probes naming it run.
 # Every probe must either complete or fail cleanly with -ENODEV.

@@ -40,6 +40,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/dma-resv.h>
 #include <linux/fs.h>
+#include <linux/iommu.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/pci.h>
@@ -65,6 +66,39 @@ MODULE_PARM_DESC(dynamic_maps, "map calls on dynamic buffers so far (read-only)"
 static int holding;
 module_param(holding, int, 0444);
 MODULE_PARM_DESC(holding, "1 while NVSEXP_HOLD holds a reservation lock (read-only)");
+/*
+ * Test knob, not an NVIDIA behaviour: keep a fresh mapping this long before
+ * map_dma_buf returns, so that an importer added or deleted meanwhile is so
+ * while a mapping for it exists (t-dmabuf.sh: the window in which the sid
+ * lane once warned in __iommu_dma_unmap()). It sleeps under the exporter's
+ * reservation lock and the probe's locks: test use only.
+ */
+static unsigned int map_delay_ms;
+module_param(map_delay_ms, uint, 0644);
+MODULE_PARM_DESC(map_delay_ms, "sleep this long after mapping, mapping and locks held (test knob, at most 10000)");
+
+/* read-only counters, atomic: several probes may map at once */
+static int nvsexp_get_atomic(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read((atomic_t *)kp->arg));
+}
+
+static const struct kernel_param_ops nvsexp_atomic_ops = {
+	.get = nvsexp_get_atomic,
+};
+
+static atomic_t outlived = ATOMIC_INIT(0);
+module_param_cb(outlived, &nvsexp_atomic_ops, &outlived, 0444);
+MODULE_PARM_DESC(outlived, "unmaps for an importer already deleted (read-only)");
+static atomic_t switched = ATOMIC_INIT(0);
+module_param_cb(switched, &nvsexp_atomic_ops, &switched, 0444);
+MODULE_PARM_DESC(switched, "unmaps whose importer changed IOMMU domain since the map (read-only)");
+
+/* a mapping, with the importer's IOMMU domain when it was made */
+struct nvsexp_map {
+	struct sg_table sgt;
+	struct iommu_domain *dom;
+};
 
 struct nvsexp_buf {
 	struct pci_dev *pdev;	/* referenced while the buffer lives */
@@ -101,7 +135,9 @@ static struct sg_table *nvsexp_map(struct dma_buf_attachment *at,
 {
 	struct nvsexp_buf *b = at->dmabuf->priv;
 	u64 seg = ALIGN_DOWN((u64)dma_get_max_seg_size(at->dev), PAGE_SIZE);
+	unsigned int delay = READ_ONCE(map_delay_ms);
 	struct scatterlist *sg;
+	struct nvsexp_map *m;
 	struct sg_table *sgt;
 	unsigned int n, i;
 	u64 off = 0, len;
@@ -111,12 +147,14 @@ static struct sg_table *nvsexp_map(struct dma_buf_attachment *at,
 	if (!seg)
 		return ERR_PTR(-EINVAL);
 	n = DIV_ROUND_UP(b->size, seg);
-	sgt = kzalloc(sizeof(*sgt), GFP_KERNEL);
-	if (!sgt)
+	m = kzalloc(sizeof(*m), GFP_KERNEL);
+	if (!m)
 		return ERR_PTR(-ENOMEM);
+	m->dom = iommu_get_domain_for_dev(at->dev);
+	sgt = &m->sgt;
 	ret = sg_alloc_table(sgt, n, GFP_KERNEL);
 	if (ret)
-		goto free_sgt;
+		goto free_map;
 	for_each_sg(sgt->sgl, sg, n, i) {
 		len = min(seg, b->size - off);
 		if (b->mode != NVSEXP_MODE_PCIE) {
@@ -134,24 +172,36 @@ static struct sg_table *nvsexp_map(struct dma_buf_attachment *at,
 		sg_dma_len(sg) = len;
 		off += len;
 	}
+	if (delay)
+		msleep(min(delay, 10000U));
 	return sgt;
 
 unmap_done:
 	nvsexp_unmap_entries(at, sgt, i, dir, b->mode);
 	sg_free_table(sgt);
-free_sgt:
-	kfree(sgt);
+free_map:
+	kfree(m);
 	return ERR_PTR(ret);
 }
 
 static void nvsexp_unmap(struct dma_buf_attachment *at, struct sg_table *sgt,
 			 enum dma_data_direction dir)
 {
+	struct nvsexp_map *m = container_of(sgt, struct nvsexp_map, sgt);
 	struct nvsexp_buf *b = at->dmabuf->priv;
 
+	/*
+	 * Unmapping through another domain than the map's (none yet while a
+	 * device is being added, none any more once the IOMMU core let go of
+	 * it) unmaps what was never mapped there.
+	 */
+	if (iommu_get_domain_for_dev(at->dev) != m->dom)
+		atomic_inc(&switched);
+	if (!device_is_registered(at->dev))
+		atomic_inc(&outlived);
 	nvsexp_unmap_entries(at, sgt, sgt->orig_nents, dir, b->mode);
 	sg_free_table(sgt);
-	kfree(sgt);
+	kfree(m);
 }
 
 static void nvsexp_release(struct dma_buf *dmabuf)
