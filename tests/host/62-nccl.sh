@@ -197,6 +197,12 @@ run nccl-check "$work/fifo"
 check nccl-fifo-no-writer 2 'assert "No NCCL INFO" in err, err'
 # ...and says so, and what to do (review T3-12: the help said "pipes work")
 check nccl-fifo-no-writer-said 2 'assert "is a named FIFO that had no writer" in err and "start the writer first" in err, err'
+# ...and so is one named through a symbolic link (review of the CLI, L3;
+# the pipe behind a /dev/fd link is none: nccl-procsub-no-fifo-note)
+ln -s fifo "$work/fifo-link"
+run nccl-check "$work/fifo-link"
+check nccl-fifo-link-no-writer-said 2 'assert "fifo-link\x27 is a named FIFO that had no writer" in err, err'
+rm -f "$work/fifo-link"
 # a named FIFO whose writer is there first is read whole
 rm -f "$work/fifo"
 mkfifo "$work/fifo"
