@@ -365,6 +365,23 @@ for words in "p2p --foo=bar" "status --json=yes" "doctor --foo=1" "rdma --loopba
 	grep -q "two words" "$work/err" && bad+=" [$words] $(head -n 1 "$work/err")"
 done
 [[ -z $bad ]] && t_pass cli-option-equals-no-made-up-words || t_fail cli-option-equals-no-made-up-words "$bad"
+# the two words to write are a command line to paste: a value with blanks,
+# quotes or shell syntax is one quoted word there, the same value again
+# (review of the CLI, L2)
+bad=
+for v in "4 M" "it's" "" "\$(touch $work/pwned); *" "a'b c\"d"; do
+	for words in "p2p|--size=$v|two words, \`\\(.*\\)' (an option.*" "set|sample-hz=$v|two words, \`\\(.*\\)'\$"; do
+		IFS='|' read -r sub arg re <<<"$words"
+		if [[ $sub == set ]]; then "$bin" set 0 "$arg" >/dev/null 2>"$work/err"; else "$bin" "$sub" "$arg" >/dev/null 2>"$work/err"; fi
+		r=$?
+		sugg=$(sed -n "s/.*$re/\\1/p" "$work/err" | head -n 1)
+		w=()
+		eval "w=($sugg)" 2>/dev/null
+		[[ $r == 2 && ${#w[@]} == 2 && ${w[0]} == "${arg%%=*}" && ${w[1]} == "$v" ]] ||
+			bad+=" [$sub $arg] rc $r: [$sugg] -> ${#w[@]} word(s): $(head -n 1 "$work/err");"
+	done
+done
+[[ -z $bad && ! -e $work/pwned ]] && t_pass cli-option-equals-value-quoted || t_fail cli-option-equals-value-quoted "$bad"
 # the repeatable one still repeats
 "$bin" doctor --quick --brief --limit hotspot:90 --limit mem:95 >/dev/null 2>"$work/err"
 r=$?

@@ -255,7 +255,7 @@ rc=$?
 # ...and says which record keeps it, and what to run to have it go (admin review, small items c)
 l2=$work/inplace2/libcuda.so.590.48.01
 grep -q "the in-place record $NVS_LIBCUDA_STATE/inplace-[^ ]*\.manifest still names it, for $l2 (the same original)" "$work/out" &&
-	grep -qF "restore --lib $l2'" "$work/out" && t_pass libcuda-restore-kept-says-which ||
+	grep -qF "restore --lib $l2 --state-dir $NVS_LIBCUDA_STATE'" "$work/out" && t_pass libcuda-restore-kept-says-which ||
 	t_fail libcuda-restore-kept-says-which "$(tr '\n' ' ' <"$work/out")"
 js=$("$bin" libcuda restore --json --lib "$work/inplace2/libcuda.so.590.48.01" 2>"$work/err")
 rc=$?
@@ -287,12 +287,25 @@ h3=$(hint 'restored too:')
 	eval "$h3" >/dev/null 2>>"$work/err" && [[ $(sha "$hl2") == "$orig" && ! -e $sd/backup-$orig.so ]] &&
 	t_pass libcuda-undo-hint-state-dir ||
 	t_fail libcuda-undo-hint-state-dir "rc $rc: [$h1] [$h2] [$h3] $(tr '\n' ' ' <"$work/err")"
-# without --state-dir the hint names none (NVS_LIBCUDA_STATE is in the environment)
+# The hint names the state directory used, however it was chosen (review
+# of the CLI, L1): from NVS_LIBCUDA_STATE (a shell the hint is pasted into
+# need not have it: pasted without it, restore must still find the record)
 "$bin" libcuda patch --in-place --lib "$hl" >"$work/out" 2>"$work/err"
 h1=$(hint 'undo with')
-[[ $h1 == "$bin libcuda restore --lib $hl" ]] && eval "$h1" >/dev/null 2>>"$work/err" &&
-	[[ $(sha "$hl") == "$orig" ]] && t_pass libcuda-undo-hint-default-state ||
-	t_fail libcuda-undo-hint-default-state "[$h1] $(cat "$work/err")"
+[[ $h1 == "$bin libcuda restore --lib $hl --state-dir $NVS_LIBCUDA_STATE" ]] &&
+	(unset NVS_LIBCUDA_STATE && eval "$h1") >/dev/null 2>>"$work/err" &&
+	[[ $(sha "$hl") == "$orig" ]] && t_pass libcuda-undo-hint-env-state ||
+	t_fail libcuda-undo-hint-env-state "[$h1] $(cat "$work/err")"
+# ...and a relative --state-dir as the absolute directory it named, for a
+# hint pasted in another directory
+mkdir -p "$work/cwd"
+(cd "$work/cwd" && "$bin" libcuda patch --in-place --lib "$hl" --state-dir ./rel/state) >"$work/out" 2>"$work/err"
+h1=$(hint 'undo with')
+abs=$(cd "$work/cwd" && pwd -P)/rel/state
+[[ $h1 == "$bin libcuda restore --lib $hl --state-dir $abs" && -d $abs ]] &&
+	(cd / && unset NVS_LIBCUDA_STATE && eval "$h1") >/dev/null 2>>"$work/err" &&
+	[[ $(sha "$hl") == "$orig" ]] && t_pass libcuda-undo-hint-relative-state ||
+	t_fail libcuda-undo-hint-relative-state "[$h1] $(cat "$work/err")"
 # the --help of verify and restore says what they do now (admin review,
 # small items d): a non-dma-buf export fails; restore removes its backup,
 # or keeps one that is shared

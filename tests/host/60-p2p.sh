@@ -373,6 +373,16 @@ assert d["ok"] is False and d["exit"] == 2 and "no NCCL INFO" in d["error"], d
 n = d["input_notes"]
 assert len(n) == 1 and "had no writer when it was opened" in n[0], n
 '
+# ...and so does a symbolic link to one (review of the CLI, L3): the link is
+# resolved with stat calls, never opened to look (that would wait)
+ln -s fifo "$work/fifo-link"
+run p2p --lib "$work/nonexistent.so" --nccl-log "$work/fifo-link" --json
+check p2p-nccl-log-fifo-link-no-writer 2 '
+assert "fifo-link\x27 is a named FIFO that had no writer when it was opened" in err, err
+n = d["input_notes"]
+assert len(n) == 1 and "had no writer when it was opened" in n[0], n
+'
+rm -f "$work/fifo-link"
 mkfifo "$work/fifo2"
 (exec 3<>"$work/fifo2"; : >"$work/opened"; sleep 0.5) &
 cpid=$!

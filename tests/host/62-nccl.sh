@@ -72,6 +72,15 @@ assert "a single-node run (gpu02)" in out, out
 assert "No device found" not in out and "TCP sockets" not in out, out
 assert "NCCL_P2P_LEVEL set by environment to LOC" in out and "as level LOC" in out, out
 '
+# a wrapper's tag shaped like NCCL's own prefix, "job:4242:0 [1] ", before
+# it: host, pid and device are NCCL's, after it (review of the CLI, L4)
+run nccl-check --json "$nccl/nccl-2.18-pdsh-wrapper.log"
+check nccl-218-wrapper-lookalike-prefix 0 '
+who = sorted({(c["host"], c["pid"], c["dev"]) for c in d["connections"]})
+assert who == [("gpu03", 5301 + k, k) for k in range(4)], who
+assert d["nodes"] == 1 and d["single_node"] is True and d["init_complete"] == 4, d
+assert d["transports"]["SHM"] == 4, d["transports"]
+'
 run nccl-check --json --expect gdr "$nccl/nccl-2.19-roce-nogdr.log"
 check nccl-219-roce-nogdr 1 '
 g = d["expect"]["gdr"]
@@ -197,6 +206,12 @@ run nccl-check "$work/fifo"
 check nccl-fifo-no-writer 2 'assert "No NCCL INFO" in err, err'
 # ...and says so, and what to do (review T3-12: the help said "pipes work")
 check nccl-fifo-no-writer-said 2 'assert "is a named FIFO that had no writer" in err and "start the writer first" in err, err'
+# ...and so is one named through a symbolic link (review of the CLI, L3;
+# the pipe behind a /dev/fd link is none: nccl-procsub-no-fifo-note)
+ln -s fifo "$work/fifo-link"
+run nccl-check "$work/fifo-link"
+check nccl-fifo-link-no-writer-said 2 'assert "fifo-link\x27 is a named FIFO that had no writer" in err, err'
+rm -f "$work/fifo-link"
 # a named FIFO whose writer is there first is read whole
 rm -f "$work/fifo"
 mkfifo "$work/fifo"

@@ -148,6 +148,50 @@ Host names, pids and pointers are made up (tests/nccl/mkfixtures.py).
 
 
 # --------------------------------------------------------------------------
+# NCCL 2.18.6 through pdsh and a per-rank wrapper whose tag has the shape of
+# NCCL's own prefix ("job:JOBID:RANK [NODEID] ", made up here like every
+# launcher prefix): the host and pid of a line are NCCL's, after it
+# --------------------------------------------------------------------------
+def v218_pdsh_wrapper():
+    ranks = [Rank(k, "gpu03", 5301 + k, 5301 + k, k, 0) for k in range(4)]
+    out = []
+
+    def tag(r, line):
+        return f"gpu03: job:4242:{r.rank} [1] {line}"
+    for r in ranks:
+        out += [tag(r, r.i("NET/Plugin : No plugin found, using internal implementation")),
+                tag(r, r.i("NET/IB : No device found.")),
+                tag(r, r.i("NET/Socket : Using [0]eth0:10.0.0.3<0>")),
+                tag(r, r.i("Using network Socket")),
+                tag(r, r.i(f"DMA-BUF is available on GPU device {r.dev}"))]
+    for a, b in ring(ranks):
+        out.append(tag(a, a.i(f"Channel 00 : {a.rank}[{a.dev}] -> {b.rank}[{b.dev}] via SHM/direct/direct")))
+    for r in ranks:
+        out.append(tag(r, r.i("Connected all rings")))
+    for r in ranks:
+        out.append(tag(r, r.i(f"comm 0x5591bb{r.rank:02d}c000 rank {r.rank} nranks 4 cudaDev {r.dev} nvmlDev {r.dev} busId {(r.dev + 1) * 0x1000:x} commId 0x2a7e90c4d1b35f68 - Init COMPLETE")))
+    write("nccl-2.18-pdsh-wrapper.log", """
+nccl-check fixture: NCCL 2.18.6 (tag v2.18.6-1), one node (gpu03), four GPUs
+in four processes, started through pdsh ("gpu03: " prefix) and a wrapper that
+tags each rank's output "job:JOBID:RANK [NODEID] ", a tag with the shape of
+NCCL's own "host:pid:tid [dev] " prefix (the host, pid and CUDA device of
+each line are NCCL's, after it: gpu03, 5301..5304 and 0..3, not job, 4242
+and 1).
+Lines follow NCCL's source at that tag:
+  prefix            src/debug.cc:175    "%s:%d:%d [%d] NCCL INFO "
+  plugin            src/net.cc:180      "NET/Plugin : No plugin found, using internal implementation"
+  no IB             src/transport/net_ib.cc:252 "NET/IB : No device found."
+  sockets           src/transport/net_socket.cc:62 "NET/Socket : Using%s"
+  network           src/init.cc:310     "Using network %s"
+  DMA-BUF           src/init.cc:267     "DMA-BUF is available on GPU device %d"
+  SHM               src/transport/shm.cc:95 "Channel %02d : %d[%d] -> %d[%d] via SHM/%s/%s"
+  rings             src/init.cc:1080    "Connected all rings"
+  init done         src/init.cc:1375    "comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx - Init COMPLETE"
+Host names, pids, pointers and the wrapper's tag are made up (tests/nccl/mkfixtures.py).
+""", out)
+
+
+# --------------------------------------------------------------------------
 # NCCL 2.19.3, two nodes, RoCE without GPUDirect RDMA
 # --------------------------------------------------------------------------
 def v219_ib_nogdr():
@@ -496,6 +540,6 @@ Host names, pids and pointers are made up (tests/nccl/mkfixtures.py).
 """, out, cut=True)
 
 
-for make in (v214_tag_output, v218_pdsh_shm, v219_ib_nogdr, v221_p2p_direct, v222_plugin,
+for make in (v214_tag_output, v218_pdsh_shm, v218_pdsh_wrapper, v219_ib_nogdr, v221_p2p_direct, v222_plugin,
              v223_python_logging, v223_subsys, v227_warn_pci, v218_trace_dmabuf, v221_truncated):
     make()

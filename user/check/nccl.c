@@ -215,30 +215,47 @@ static const char *prefix_host(const char *line, const char *o, const char **col
 	return h;
 }
 
-/* Whether line holds, before end, an NCCL mark or a whole "host:pid:tid [dev]" prefix. */
-static bool nccl_before(const char *line, const char *end)
+/*
+ * Whether the host at h may hold another writer's text: line holds, before
+ * h, an NCCL mark, or a whole "host:pid:tid [dev]" prefix that h does not
+ * follow at once. A prefix then one space then h is a launcher's tag with
+ * the shape of NCCL's (a wrapper's "job:4242:0 [1] ",
+ * tests/nccl/nccl-2.18-pdsh-wrapper.log), or an NCCL line cut right after
+ * its prefix: either way nothing ran into the host's word, which is read
+ * whole; unless it starts with 'N', what a line cut inside its "NCCL" mark
+ * leaves ("NCnode22").
+ */
+static bool nccl_before(const char *line, const char *h)
 {
 	const char *m, *c, *colon;
 
-	for (m = line; (m = strstr(m, "NCCL ")) && m < end; m += 5)
+	for (m = line; (m = strstr(m, "NCCL ")) && m < h; m += 5)
 		if (!strncmp(m + 5, "INFO ", 5) || !strncmp(m + 5, "WARN ", 5) || !strncmp(m + 5, "TRACE ", 6))
 			return true;
-	for (m = line + 1; m < end; ++m) {
+	for (m = line + 1; m < h; ++m) {
 		if (*m != '[' || m[-1] != ' ')
 			continue;
-		c = memchr(m, ']', (size_t)(end - m));
-		if (c && digits(m + 1, c) && prefix_host(line, m, &colon))
-			return true;
+		c = memchr(m, ']', (size_t)(h - m));
+		if (!c || !digits(m + 1, c) || !prefix_host(line, m, &colon))
+			continue;
+		if (c[1] == ' ' && c + 2 == h && *h != 'N')
+			continue;	/* a look-alike tag right before NCCL's prefix */
+		return true;
 	}
 	return false;
 }
 
 /*
- * The prefix is "host:pid:tid [dev] " (src/debug.cc) and, for WARN and
- * TRACE, "file:line" or a time after [dev]. Whatever comes before host
+ * The prefix is "host:pid:tid [dev] " (src/debug.cc: "%s:%d:%d " of
+ * hostname, pid and tid, then "[%d] " of cudaDev, in every NCCL from 2.14
+ * to the newest at github.com/NVIDIA/nccl) and, for WARN and TRACE,
+ * "file:line" or a time after [dev]. Whatever comes before host
  * (Open MPI's "[1,0]<stdout>:", Python logging's "INFO:root:", srun's
  * "0: ", pdsh's "node01: ", NCCL 2.26's "[date time] ") is not the host:
  * host names have no colons, so host starts after the last ':', ']' or '>'.
+ * The prefix is the one whose "[dev]" is nearest the mark: a launcher's
+ * tag shaped like it ("job:4242:0 [1] ") comes before, and names neither
+ * host, pid nor device.
  *
  * The prefix is the first thing NCCL writes on a line, so only a
  * launcher's text may come before it, and no launcher writes NCCL's own

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/args.h"
 #include "cli/out.h"
+#include "lib/text.h"
 
 bool nvs_arg_twice(struct nvs_args_seen *s, const char *sub, const char *opt)
 {
@@ -48,6 +51,30 @@ static bool listed(const char *opts, const char *name, size_t len, bool *value)
 	return false;
 }
 
+int nvs_arg_two_words(const char *sub, const char *fmt, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	size_t n = strlen(arg) * 4 + 8;
+	char *name = malloc(n), *value = malloc(n), *words = malloc(2 * n);
+	int ret;
+
+	if (!name || !value || !words || !eq) {
+		free(name);
+		free(value);
+		free(words);
+		return out_usage(sub, "Invalid argument: `%s'", arg);
+	}
+	snprintf(words, 2 * n, "%.*s", (int)(eq - arg), arg);
+	nvs_shell_word(name, n, words);
+	nvs_shell_word(value, n, eq + 1);
+	snprintf(words, 2 * n, "%s %s", name, value);
+	ret = out_usage(sub, fmt, arg, words);
+	free(name);
+	free(value);
+	free(words);
+	return ret;
+}
+
 int nvs_arg_refuse(const char *sub, const char *arg, enum nvs_arg_kind kind)
 {
 	const char *eq = strncmp(arg, "--", 2) ? NULL : strchr(arg, '=');
@@ -56,8 +83,8 @@ int nvs_arg_refuse(const char *sub, const char *arg, enum nvs_arg_kind kind)
 	if (!eq || eq == arg + 2)
 		return out_usage(sub, "Invalid argument: `%s'", arg);
 	if (kind == NVS_ARG_VALUE)
-		return out_usage(sub, "Invalid argument: `%s': write the option and its value as two words, `%.*s %s' (an option without a value takes no `=')",
-				 arg, len, arg, eq + 1);
+		return nvs_arg_two_words(sub, "Invalid argument: `%s': write the option and its value as two words, `%s' (an option without a value takes no `=')",
+					 arg);
 	if (kind == NVS_ARG_FLAG)
 		return out_usage(sub, "Invalid argument: `%s': `%.*s' takes no value: write `%.*s'",
 				 arg, len, arg, len, arg);

@@ -42,6 +42,14 @@ bool nvs_arg_given(const struct nvs_args_seen *s, const char *opt);
  */
 int nvs_arg_invalid(const char *sub, const char *arg, const char *opts);
 
+/*
+ * `NAME=VALUE' refused with the two words to write instead, each quoted for
+ * the shell (nvs_shell_word(): a value with blanks or quotes still pastes
+ * as one word): out_usage(sub, fmt, arg, "NAME VALUE"), fmt taking two
+ * %s. Returns NVS_EX_USAGE.
+ */
+int nvs_arg_two_words(const char *sub, const char *fmt, const char *arg);
+
 /* What nvs_arg_refuse() knows of the option in `--opt=value'. */
 enum nvs_arg_kind {
 	NVS_ARG_UNKNOWN,	/* not an option of this subcommand */

@@ -42,6 +42,7 @@
 struct opts {
 	const char *lib, *out, *state;
 	bool dump, in_place, probe, state_given;
+	char state_abs[2 * PATH_MAX + 2];	/* state, when relative, made absolute */
 	const char *importer;
 	int device;
 	uint64_t bytes;
@@ -118,6 +119,30 @@ static void usage(FILE *f, const char *sub)
 	}
 }
 
+/*
+ * A relative state directory (--state-dir, NVS_LIBCUDA_STATE) as the
+ * absolute one it names here: the in-place manifest records its backup's
+ * path, and the restore a patch hints at (restore_line()) names the
+ * directory, both for use from any other directory later.
+ */
+static void absolute_state(struct opts *o)
+{
+	const char *state = o->state;
+	char cwd[PATH_MAX];
+	bool here;
+	int n;
+
+	if (state[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		return;
+	while (state[0] == '.' && state[1] == '/')
+		state += 2 + strspn(state + 2, "/");
+	here = !*state || !strcmp(state, ".");
+	n = snprintf(o->state_abs, sizeof(o->state_abs), "%s%s%s", cwd,
+		     here || !strcmp(cwd, "/") ? "" : "/", here ? "" : state);
+	if (n > 0 && (size_t)n < sizeof(o->state_abs))
+		o->state = o->state_abs;
+}
+
 /* Returns 0 to run, 1 after --help, or NVS_EX_USAGE (reported). */
 static int parse(int argc, const char *argv[], struct opts *o, const char *sub)
 {
@@ -181,6 +206,7 @@ static int parse(int argc, const char *argv[], struct opts *o, const char *sub)
 	/* the importer is the probe's: without --probe it would be ignored */
 	if (o->importer && !o->probe)
 		return out_usage(usub, "--importer only applies to --probe: add --probe, or drop --importer");
+	absolute_state(o);
 	return 0;
 }
 
@@ -455,16 +481,20 @@ static size_t add_word(char *buf, size_t n, size_t len, const char *s)
 
 /*
  * "nvsidecar libcuda restore --lib LIB", the undo a patch or restore
- * hints at, with --state-dir DIR when the admin gave one: the in-place
- * record is there, and a restore that looks in the default directory
- * finds nothing to restore. Each path is one shell word.
+ * hints at, with --state-dir DIR unless the state directory is the
+ * default: the in-place record is there, and a restore that looks in the
+ * default directory finds nothing to restore. DIR is the directory used,
+ * given with --state-dir or in NVS_LIBCUDA_STATE (a shell the hint is
+ * pasted into need not have it), absolute (absolute_state()): a relative
+ * one names another directory once the admin is elsewhere. Each path is
+ * one shell word.
  */
 static const char *restore_line(const struct opts *o, const char *lib, char *buf, size_t len)
 {
 	size_t n = add(buf, 0, len, PROG_NAME);
 
 	n = add_word(buf, add(buf, n, len, " libcuda restore --lib "), len, lib);
-	if (o->state_given)
+	if (o->state_given || nvs_env_libcuda_state(NULL))
 		add_word(buf, add(buf, n, len, " --state-dir "), len, o->state);
 	return buf;
 }

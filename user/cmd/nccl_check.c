@@ -8,13 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "check/nccl.h"
 #include "cli/args.h"
 #include "cli/out.h"
 #include "cmd/subcommands.h"
 #include "lib/exit.h"
+#include "lib/io.h"
 
 enum { EXP_P2P, EXP_GDR, EXP_DMABUF, EXP_DIRECT, EXP__COUNT };
 static const char *const exp_names[EXP__COUNT] = { "p2p", "gdr", "dmabuf", "direct" };
@@ -329,18 +329,6 @@ static int fail_noted(const struct notes *ns, int code, const char *msg)
 	return out_fail(code, "%s", msg);
 }
 
-/*
- * A FIFO in the file system (lstat: <(...) is a /dev/fd symlink to an
- * anonymous pipe, whose writer is there from the start). The reader opens
- * it without waiting (lib/io.c), so one without a writer yet reads as empty.
- */
-static bool named_fifo(const char *path)
-{
-	struct stat st;
-
-	return strcmp(path, "-") && !lstat(path, &st) && S_ISFIFO(st.st_mode);
-}
-
 static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
@@ -435,10 +423,10 @@ int nccl_check_main(int argc, const char *argv[])
 			goto cleanup;
 		}
 		/* say only what is known: no writer, or a writer that wrote nothing */
-		if (log.lines == lines && named_fifo(files[i]) && log.no_writer)
+		if (log.lines == lines && nvs_named_fifo(files[i]) && log.no_writer)
 			note(&ns, "`%s' is a named FIFO that had no writer when it was opened: nccl-check does not wait for one (a log that never comes would hang it); start the writer first, or pipe the log in: WRITER | %s nccl-check -",
 			     files[i], PROG_NAME);
-		else if (log.lines == lines && named_fifo(files[i]))
+		else if (log.lines == lines && nvs_named_fifo(files[i]))
 			note(&ns, "`%s' is a named FIFO whose writer closed it without writing anything: the log is empty; check that the program writing it has output (run with NCCL_DEBUG=INFO)",
 			     files[i]);
 		if (log.nccl_lines == before && nfiles > 1)

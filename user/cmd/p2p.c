@@ -9,13 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "check/p2p.h"
 #include "cli/args.h"
 #include "cli/out.h"
 #include "cmd/subcommands.h"
 #include "lib/exit.h"
+#include "lib/io.h"
 #include "lib/parse.h"
 #include "libnvsidecar.h"
 
@@ -395,18 +395,6 @@ static int parse(int argc, const char *argv[], struct args *a)
 }
 
 /*
- * A FIFO in the file system (lstat: <(...) is a /dev/fd symlink to an
- * anonymous pipe, whose writer is there from the start). The reader opens
- * it without waiting (lib/io.c), so one without a writer yet reads as empty.
- */
-static bool named_fifo(const char *path)
-{
-	struct stat st;
-
-	return strcmp(path, "-") && !lstat(path, &st) && S_ISFIFO(st.st_mode);
-}
-
-/*
  * What --nccl-log itself showed, in nccl-check's words: a named FIFO read
  * as empty, with no writer or with one that wrote nothing. Said on stderr
  * as it is found; note keeps it for the JSON document ("" when none).
@@ -414,7 +402,7 @@ static bool named_fifo(const char *path)
 static void fifo_note(const char *path, const struct nvs_nccl_log *log, char *note, size_t len)
 {
 	note[0] = 0;
-	if (log->lines || !named_fifo(path))
+	if (log->lines || !nvs_named_fifo(path))
 		return;
 	if (log->no_writer)
 		snprintf(note, len, "`%s' is a named FIFO that had no writer when it was opened: p2p does not wait for one (a log that never comes would hang it); start the writer first, or pipe the log in: WRITER | %s p2p --nccl-log -",

@@ -41,8 +41,8 @@ static int unknown_setting(const char *name, const char *a)
 	const char *eq = strchr(a, '=');
 
 	if (eq && eq > a)
-		return out_usage(name, "Unknown setting: `%s': write the setting and its value as two words, `%.*s %s'",
-				 a, (int)(eq - a), a, eq + 1);
+		return nvs_arg_two_words(name, "Unknown setting: `%s': write the setting and its value as two words, `%s'",
+					 a);
 	return out_usage(name, "Unknown setting: `%s'", a);
 }
 

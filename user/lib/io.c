@@ -303,6 +303,19 @@ void nvs_clean_stale_temps(const char *dir)
 	closedir(d);
 }
 
+bool nvs_named_fifo(const char *path)
+{
+	char real[PATH_MAX];
+	struct stat st;
+
+	if (!strcmp(path, "-") || lstat(path, &st) < 0)
+		return false;
+	/* a link to a FIFO is one too; /dev/fd/N of a pipe resolves to nothing */
+	if (S_ISLNK(st.st_mode) && (!realpath(path, real) || lstat(real, &st) < 0))
+		return false;
+	return S_ISFIFO(st.st_mode);
+}
+
 int nvs_input_type(const char *path, mode_t mode, bool fifo_ok, const char *hint, char *err, size_t errlen)
 {
 	if (S_ISREG(mode) || (fifo_ok && S_ISFIFO(mode)))

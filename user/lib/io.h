@@ -58,6 +58,14 @@ int nvs_make_dirs(const char *dir, mode_t mode, char *failed, size_t len);
 int nvs_fsync_dir(const char *dir);
 
 /*
+ * Whether path is a FIFO in the file system, named directly or through
+ * symbolic links: not "-", and not the pipe behind a /dev/fd/N link
+ * (bash's <(...)), whose link ends in "pipe:[N]", no file. lstat() and
+ * realpath() only: opening a FIFO to read it waits for a writer.
+ */
+bool nvs_named_fifo(const char *path);
+
+/*
  * A library path the admin named for dlopen() must be a regular file (a
  * link to one is fine): dlopen of a FIFO blocks in open(). stat() opens
  * nothing, so this cannot hang. A bare name (searched in the library path)

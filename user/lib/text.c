@@ -141,3 +141,32 @@ char *nvs_escape_text(const char *s, char *buf, size_t len)
 	buf[o] = '\0';
 	return buf;
 }
+
+/* Appends c to buf (n bytes needed so far, len its size; kept terminated). */
+static size_t add_to(char *buf, size_t len, size_t n, const char *c)
+{
+	for (; *c; ++c, ++n)
+		if (n + 1 < len)
+			buf[n] = *c;
+	if (len)
+		buf[n < len ? n : len - 1] = '\0';
+	return n;
+}
+
+size_t nvs_shell_word(char *buf, size_t len, const char *s)
+{
+	bool plain = *s != '\0';
+	size_t n;
+
+	for (const char *c = s; *c; ++c)
+		plain &= (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+			 (*c >= '0' && *c <= '9') || strchr("%+,-./:=@_", *c);
+	if (plain)
+		return add_to(buf, len, 0, s);
+	n = add_to(buf, len, 0, "'");
+	for (char c[2] = { 0 }; *s; ++s) {
+		c[0] = *s;
+		n = add_to(buf, len, n, *s == '\'' ? "'\\''" : c);
+	}
+	return add_to(buf, len, n, "'");
+}

@@ -25,4 +25,13 @@ void nvs_put_lines(FILE *f, const char *s);
 /* The same into buf (always terminated; cut at a character boundary). */
 char *nvs_escape_text(const char *s, char *buf, size_t len);
 
+/*
+ * s as one word for a POSIX shell, for a command a message tells the admin
+ * to paste: s itself when it is letters, digits and %+,-./:=@_ only, else
+ * in single quotes, each ' written '\'' (an empty s is ''). Into buf,
+ * always terminated; returns the length the whole word needs, as snprintf
+ * does: at most 4 * strlen(s) + 2.
+ */
+size_t nvs_shell_word(char *buf, size_t len, const char *s);
+
 #endif
