@@ -6,7 +6,6 @@
  * through the CUDA driver API, and notice when a driver upgrade has made a
  * patched copy stale. The engine is libcuda/; this file asks and shows.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -28,6 +27,7 @@
 #include "lib/env.h"
 #include "lib/exit.h"
 #include "lib/parse.h"
+#include "lib/text.h"
 #include "libcuda/patch.h"
 #include "libcuda/report.h"
 #include "libcuda/verify.h"
@@ -462,21 +462,11 @@ static size_t add(char *buf, size_t n, size_t len, const char *s)
 	return n;
 }
 
-/* Appends s to buf as one shell word: as it is when plain, else in '' quotes. */
+/* Appends s to buf as one shell word (nvs_shell_word()), cut as add() cuts. */
 static size_t add_word(char *buf, size_t n, size_t len, const char *s)
 {
-	bool plain = *s != '\0';
-
-	for (const char *c = s; *c; ++c)
-		plain &= isalnum((unsigned char)*c) || strchr("%+,-./:=@_", *c);
-	if (plain)
-		return add(buf, n, len, s);
-	n = add(buf, n, len, "'");
-	for (char c[2] = { 0 }; *s; ++s) {
-		c[0] = *s;
-		n = add(buf, n, len, *s == '\'' ? "'\\''" : c);
-	}
-	return add(buf, n, len, "'");
+	n += nvs_shell_word(buf + n, len - n, s);
+	return n < len ? n : len - 1;
 }
 
 /*
