@@ -229,8 +229,9 @@ rm -f "$cache"/.new-base.*
 # A cached base that is not complete (its checksum does not match) or that
 # does not extract is removed and made again, once.
 for try in 1 2; do
+	cached=
 	if base_ok; then
-		t_pass "$name: base image from the cache ($base, checksum verified)"
+		cached=1
 	else
 		[[ -e $base ]] && echo "  $base: its checksum does not match; removed, making it again"
 		rm -f "$base" "$base.sha256"
@@ -239,7 +240,10 @@ for try in 1 2; do
 	fi
 	rm -rf --one-file-system "$root"
 	mkdir -p "$root"
-	tar -C "$root" -xpf "$base" 2>"$work/tar.err" && break
+	if tar -C "$root" -xpf "$base" 2>"$work/tar.err"; then
+		[[ -n $cached ]] && t_pass "$name: base image from the cache ($base, checksum verified)"
+		break
+	fi
 	if ((try == 2)); then
 		t_fail "$name: extract $base" "$(head -n 2 "$work/tar.err" | tr '\n' ' ')"
 		exit 0
