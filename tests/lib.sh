@@ -113,6 +113,29 @@ nvs_world_copy() {
 		cp "$1" "$NVS_WORLD_COPY" && chmod 755 "$NVS_WORLD_COPY"
 }
 
+# nvs_proof_hook KIND [poweroff]: prints the premount proof of 85-boot and
+# 86-image (tests/host/premount-proof) as the hook that runs it: KIND
+# initramfs-tools, an init-premount script (the real root goes to
+# ${rootmnt:-/root}), or dracut, a cmdline hook that dracut's init sources
+# (the root goes to /sysroot). poweroff: the guest powers off after it.
+nvs_proof_hook() {
+	case $1 in
+	initramfs-tools)
+		echo '#!/bin/sh'
+		# shellcheck disable=SC2016 # for the script's shell
+		echo 'case "$1" in prereqs) exit 0 ;; esac'
+		cat "$NVS_TOP/tests/host/premount-proof"
+		# shellcheck disable=SC2016
+		echo 'nvs_proof init-premount "${rootmnt:-/root}"' "${2:-}"
+		;;
+	dracut)
+		cat "$NVS_TOP/tests/host/premount-proof"
+		echo "nvs_proof cmdline /sysroot ${2:-}"
+		;;
+	*) return 1 ;;
+	esac
+}
+
 # The helper binary under test (built by `make user`; override with NVS_BIN).
 : "${NVS_BIN:=$NVS_TOP/user/nvsidecar}"
 export NVS_BIN

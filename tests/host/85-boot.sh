@@ -97,51 +97,19 @@ mkdir -p "$work/modprobe.d" "$work/it/scripts/init-premount" "$work/dracut"
 cp -a /etc/modprobe.d/. "$work/modprobe.d/"
 echo "options nvsidecar sim=1af4:1110:2:gb202" >"$work/modprobe.d/nvsidecar.conf"
 
-# The proof, shared by both images: $1 is where the real root would be
-# mounted. It waits briefly for the hwmon chip (probing runs at load, but
-# give a slow TCG guest a moment), prints, and powers off.
-cat >"$work/proof.sh" <<'PROOF'
-nvs_proof() {
-	echo "NVS-PROOF stage $1"
-	i=0
-	while [ $i -lt 50 ]; do
-		for n in /sys/class/hwmon/*/name; do
-			[ -r "$n" ] && [ "$(cat "$n")" = nvsidecar ] && i=99
-		done
-		[ $i -eq 99 ] && break
-		sleep 0.1; i=$((i + 1))
-	done
-	while read -r m _; do echo "NVS-PROOF lsmod $m"; done </proc/modules
-	[ -r /sys/module/nvsidecar/parameters/sim ] &&
-		echo "NVS-PROOF sim $(cat /sys/module/nvsidecar/parameters/sim)"
-	for n in /sys/class/hwmon/*/name; do
-		[ -r "$n" ] && echo "NVS-PROOF hwmon $(cat "$n") $(readlink -f "${n%/name}/device" 2>/dev/null)"
-	done
-	for g in /sys/class/nvsidecar/*; do [ -e "$g" ] && echo "NVS-PROOF class ${g##*/}"; done
-	if grep -q " $2 " /proc/mounts; then echo "NVS-PROOF root mounted"; else echo "NVS-PROOF root not-mounted"; fi
-	echo "NVS-PROOF end"
-	echo 1 >/proc/sys/kernel/sysrq
-	echo o >/proc/sysrq-trigger
-	sleep 30
-}
-PROOF
-
 # initramfs-tools: a private config dir (fewer modules, fast compression)
 # plus the proof as an init-premount script; hooks and modprobe.d are the
 # system's, i.e. the installed package's hook.
 cp -a /etc/initramfs-tools/. "$work/it/"
 sed -i -e 's/^MODULES=.*/MODULES=list/' -e 's/^COMPRESS=.*/COMPRESS=gzip/' "$work/it/initramfs.conf"
-{
-	echo '#!/bin/sh'
-	echo 'case "$1" in prereqs) exit 0 ;; esac'
-	cat "$work/proof.sh"
-	echo 'nvs_proof init-premount "${rootmnt:-/root}"'
-} >"$work/it/scripts/init-premount/nvs-proof"
+# The proof (tests/host/premount-proof, shared with 86-image) prints what
+# is loaded before the real root is mounted, and powers off.
+nvs_proof_hook initramfs-tools poweroff >"$work/it/scripts/init-premount/nvs-proof"
 chmod +x "$work/it/scripts/init-premount/nvs-proof"
 # dracut: the hook is sourced by dracut's init at the end of the cmdline
 # hooks: after kernel-modules' parse-kernel.sh has loaded rd.driver.pre
 # modules, before udev starts, before root= is even interpreted.
-{ cat "$work/proof.sh"; echo 'nvs_proof cmdline /sysroot'; } >"$work/dracut/99-nvs-proof.sh"
+nvs_proof_hook dracut poweroff >"$work/dracut/99-nvs-proof.sh"
 
 t0=$SECONDS
 if unshare -m --propagation private bash -c '

@@ -6,14 +6,20 @@
 # systemd, booted under QEMU from a read-only root.
 #
 #  1. mmdebstrap makes the base (kernel, headers, dkms, initramfs-tools,
-#     sysvinit-core + openrc, cron), cached as a tarball under
-#     ${NVS_CACHE:-/var/cache/nvsidecar}/image/, keyed by the package list
-#     and the hook below. Each run extracts it and installs the two freshly
-#     built .debs with `apt-get install ./...' in a chroot, where `uname -r'
-#     is the host's kernel and not the image's: DKMS must build for the
-#     image's kernel, the install must name the image's initramfs, which
-#     lacks the module, with the command that fixes it; that command is run
-#     in the chroot and the image must then hold nvsidecar.ko.
+#     sysvinit-core + openrc, cron, and what our .debs depend on), cached
+#     as a tarball under ${NVS_CACHE:-/var/cache/nvsidecar}/image/, keyed by
+#     the package list, the hook below and the Depends of the .debs just
+#     built, with its sha256 beside it (a tarball that does not match it, or
+#     does not extract, is made again). Each run extracts it and installs
+#     the two freshly built .debs with `apt-get install ./...' in a chroot
+#     (in a 0700 folder under $NVS_BUILD, its mounts in a private
+#     namespace), where `uname -r' is the host's kernel and not the
+#     image's: DKMS must build for the image's kernel, the install must
+#     name the image's initramfs, which lacks the module, with the command
+#     that fixes it; that command is run in the chroot and the image must
+#     then hold nvsidecar.ko. make -j and QEMU -smp follow NVS_HOST_JOBS
+#     (default 2); builds and boots run in sessions of their own that an
+#     interrupt or exit of the suite ends.
 #  2. The tree becomes an ext4 disk (mkfs.ext4 -d), attached read-only on
 #     virtio-blk and mounted ro as a shared NFS root would be; the image's
 #     own vmlinuz and initrd boot it (TCG) with a simulated GPU (as in
@@ -40,7 +46,7 @@ set -u
 
 name=image
 ((EUID == 0)) || { t_skip "$name" "needs root (mmdebstrap, chroot, mount namespaces)"; exit 0; }
-for what in mmdebstrap dpkg-buildpackage qemu-system-x86_64 mkfs.ext4 unshare flock; do
+for what in mmdebstrap dpkg-buildpackage dpkg-deb qemu-system-x86_64 mkfs.ext4 unshare setsid flock; do
 	command -v "$what" >/dev/null && continue
 	t_skip "$name" "\`$what' is not installed (scripts/deps.sh installs it)"
 	exit 0
@@ -53,14 +59,114 @@ phase() {
 	echo "  time: $1 $((SECONDS - phase_t0)) s"
 	phase_t0=$SECONDS
 }
+# make -j and QEMU -smp: one beside a VM lane (tests/run sets NVS_HOST_JOBS=1)
+jobs=${NVS_HOST_JOBS:-2}
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || jobs=2
+
+# The work folder holds the image's root with the chroot's mounts: not in
+# /var/tmp or /tmp, which every VM lane's guest sees (the host root over
+# 9p), but in a 0700 folder under $NVS_BUILD; every mount (mmdebstrap's,
+# the chroot's) is made in a private mount namespace, and cleanup checks
+# /proc/mounts before it removes anything.
+priv=$NVS_BUILD/private
+if ! mkdir -p "$priv" || ! chmod 0700 "$priv"; then
+	t_fail "$name: work folder" "cannot make $priv"
+	exit 0
+fi
+work=$(mktemp -d "$priv/image.XXXXXX") || { t_fail "$name: work folder" "mktemp in $priv"; exit 0; }
+log=$NVS_BUILD/image.log
+: >"$log"
+cache=${NVS_CACHE:-/var/cache/nvsidecar}/image
+newbase=
+# The sessions in_session started that still run (their ids).
+kids=()
+# in_session CMD...: runs CMD in a session of its own and waits for it; an
+# interrupt or exit of this suite kills the session (kill_kids), children
+# included. (A background job of this non-interactive shell is no
+# process-group leader: setsid does not fork, and the job's id is the
+# session's and its process group's.)
+in_session() {
+	local p rc
+	setsid "$@" &
+	p=$!
+	kids+=("$p")
+	wait "$p"
+	rc=$?
+	kids=("${kids[@]/#$p/}")
+	return "$rc"
+}
+# kill_kids: TERM to every session in_session started (its process group,
+# and what left the group, e.g. timeout's own), KILL to what is left 5 s on.
+kill_kids() {
+	local p i
+	for p in ${kids[@]+"${kids[@]}"}; do
+		[[ -n $p ]] || continue
+		kill -TERM -- "-$p" 2>/dev/null
+		pkill -TERM -s "$p" 2>/dev/null
+	done
+	for p in ${kids[@]+"${kids[@]}"}; do
+		[[ -n $p ]] || continue
+		for ((i = 0; i < 50; i++)); do
+			pgrep -s "$p" >/dev/null || break
+			sleep 0.1
+		done
+		pkill -KILL -s "$p" 2>/dev/null
+	done
+	kids=()
+}
+# mounts_under DIR: the mount points under DIR in this namespace, deepest first
+mounts_under() {
+	awk -v d="$1/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r
+}
+cleanup() {
+	local m left
+	kill_kids
+	[[ -n $newbase ]] && rm -f "$newbase" "$newbase.sha256"
+	for m in $(mounts_under "$work"); do
+		umount -l "$m" 2>/dev/null
+	done
+	left=$(mounts_under "$work")
+	if [[ -n $left ]]; then
+		# never remove a tree with a mount in it (a bind of /dev, /sys)
+		t_fail "$name: cleanup" "mounts left under $work, not removed: $(tr '\n' ' ' <<<"$left")"
+		return
+	fi
+	rm -rf --one-file-system "$work"
+}
+# (no INT or TERM trap: a trapped signal waits for a foreground command;
+# untrapped, it ends this shell at once and runs the EXIT trap, and so does
+# SIGINT while the shell waits in \`wait')
+trap cleanup EXIT
+
+# --- 1. our packages, then the base image (cached) --------------------------
+# both packages (-b), the helper built with $jobs jobs, no dbgsym package
+DEB_BUILD_OPTIONS=noddebs in_session make -C "$NVS_TOP" --no-print-directory deb DEBBUILDFLAGS="-b -j$jobs" \
+	BUILD="$work/b" >"$work/deb.log" 2>&1
+rc=$?
+cat "$work/deb.log" >>"$log"
+debs=("$work"/b/deb/nvsidecar-dkms_*_all.deb "$work"/b/deb/nvsidecar_*_amd64.deb)
+if ((rc)) || [[ ! -f ${debs[0]} || ! -f ${debs[1]} ]]; then
+	t_fail "$name: make deb" "exit $rc: $(tail -n 3 "$work/deb.log" | tr '\n' ' ') (log: $log)"
+	exit 0
+fi
+phase "make deb -j$jobs"
 
 # The image's packages. nvsidecar's run-time libraries are in the base so
-# that installing our .debs needs no download; the apt lists are kept so a
-# new dependency still installs (from the mirror).
+# that installing our .debs needs no download: what the built .debs depend
+# on (their Depends, the first of each set of alternatives) joins the list
+# below; the apt lists are kept so that what the base lacks still installs
+# (from the mirror).
 pkgs=(linux-image-amd64 linux-headers-amd64 dkms initramfs-tools
 	sysvinit-core openrc cron util-linux kmod procps busybox
 	libcapstone4 libelf1 libibverbs1 libnl-3-200 libnl-genl-3-200 libpci3
 	librdmacm1 libunicorn2)
+depends=
+for d in "${debs[@]}"; do
+	depends+="$(dpkg-deb -f "$d" Package): $(dpkg-deb -f "$d" Depends)"$'\n'
+	while read -r dep; do
+		[[ -z $dep || $dep == nvsidecar* || " ${pkgs[*]} " == *" $dep "* ]] || pkgs+=("$dep")
+	done < <(dpkg-deb -f "$d" Depends | tr ',' '\n' | sed -e 's/|.*//' -e 's/(.*)//' -e 's/:any//' -e 's/[[:space:]]//g')
+done
 # A lean initramfs, as an image builder configures one: only the root's
 # drivers (and what hooks add), gzip. Written before the kernel's postinst
 # makes the first image.
@@ -69,67 +175,84 @@ essential_hook='mkdir -p "$1/etc/initramfs-tools/conf.d" "$1/usr/share/initramfs
 printf "MODULES=list\nCOMPRESS=gzip\n" >"$1/etc/initramfs-tools/conf.d/nvs-image.conf" &&
 printf "virtio_pci\nvirtio_blk\next4\n" >"$1/usr/share/initramfs-tools/modules.d/nvs-image.conf"'
 mirror=http://deb.debian.org/debian
-key=$(printf '%s\n' bookworm "$mirror" "${pkgs[@]}" "$essential_hook" nodoc | sha256sum | cut -c1-16)
-cache=${NVS_CACHE:-/var/cache/nvsidecar}/image
+# The key: the list, the hook, and our packages' Depends as built (a change
+# of either package's Depends makes a new base).
+key=$(printf '%s\n' bookworm "$mirror" "${pkgs[@]}" "$essential_hook" nodoc "$depends" | sha256sum | cut -c1-16)
 base=$cache/bookworm-openrc-$key.tar
+printf 'base image key %s; the Depends of our packages:\n%s' "$key" "$depends" >>"$log"
 
-work=$(mktemp -d /var/tmp/nvs-image.XXXXXX)
-log=$NVS_BUILD/image.log
-: >"$log"
-debpid=
-cleanup() {
-	[[ -n $debpid ]] && kill "$debpid" 2>/dev/null
-	rm -rf "$work"
+# base_ok: the cached tarball is complete: the sha256 written beside it
+# when it was made matches
+base_ok() {
+	[[ -f $base && -f $base.sha256 ]] &&
+		[[ $(sha256sum <"$base" | cut -d' ' -f1) == "$(<"$base.sha256")" ]]
 }
-trap cleanup EXIT
-
-# --- 1. the base image (cached) and our packages, built side by side ------
-# both packages (-b), the helper built with -j2, no dbgsym package
-DEB_BUILD_OPTIONS=noddebs make -C "$NVS_TOP" --no-print-directory deb DEBBUILDFLAGS="-b -j2" \
-	BUILD="$work/b" >"$work/deb.log" 2>&1 &
-debpid=$!
-mkdir -p "$cache"
-exec 8>"$cache/.lock"
-flock -w 900 8 || { t_skip "$name" "another run held $cache/.lock for 15 min"; exit 0; }
-if [[ -f $base ]]; then
-	t_pass "$name: base image from the cache ($base)"
-else
+# make_base: mmdebstrap, in a private mount namespace with its temporary
+# root in $work, into a temporary file in the cache that is renamed into
+# place after its checksum: a file named $base is complete.
+make_base() {
+	local inc old t0=$SECONDS
 	echo "mmdebstrap -> $base" >>"$log"
 	inc=$(IFS=,; echo "${pkgs[*]}")
 	# unsafe-io and no documentation: a third less to write, the same image
 	# for what a node runs.
-	if mmdebstrap --variant=apt --mode=root --format=tar --skip=cleanup/apt/lists \
+	if ! TMPDIR=$work in_session unshare -m --propagation private mmdebstrap --variant=apt --mode=root \
+		--format=tar --skip=cleanup/apt/lists \
 		--dpkgopt=force-unsafe-io --dpkgopt='path-exclude=/usr/share/man/*' \
 		--dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
 		--dpkgopt='path-include=/usr/share/doc/*/copyright' \
 		--include="$inc" --essential-hook="$essential_hook" \
 		bookworm "$work/base.tar" "$mirror" >"$work/mm.log" 2>&1; then
-		mv "$work/base.tar" "$base.tmp" && mv "$base.tmp" "$base"
-		for old in "$cache"/bookworm-openrc-*.tar; do
-			[[ $old == "$base" ]] || rm -f "$old"
-		done
-		t_pass "$name: mmdebstrap bookworm base with OpenRC ($((SECONDS - phase_t0)) s, cached as $base)"
-	else
 		cat "$work/mm.log" >>"$log"
 		t_fail "$name: mmdebstrap" "$(grep -E '^(E|W): ' "$work/mm.log" | head -n 3 | tr '\n' ' ')$(tail -n 2 "$work/mm.log" | tr '\n' ' ') (log: $log)"
-		exit 0
+		return 1
 	fi
-fi
-exec 8>&-
-phase base
-wait "$debpid"
-rc=$?
-debpid=
-cat "$work/deb.log" >>"$log"
-if ((rc)); then
-	t_fail "$name: make deb" "$(tail -n 3 "$work/deb.log" | tr '\n' ' ') (log: $log)"
-	exit 0
-fi
-phase "make deb (beside the base)"
+	newbase=$(mktemp "$cache/.new-base.XXXXXX") || return 1
+	if ! mv "$work/base.tar" "$newbase" || ! sha256sum <"$newbase" | cut -d' ' -f1 >"$newbase.sha256" ||
+		! mv -f "$newbase.sha256" "$base.sha256" || ! mv -f "$newbase" "$base"; then
+		t_fail "$name: cache the base" "cannot write $base"
+		return 1
+	fi
+	newbase=
+	for old in "$cache"/bookworm-openrc-*.tar; do
+		[[ $old == "$base" ]] || rm -f "$old" "$old.sha256"
+	done
+	t_pass "$name: mmdebstrap bookworm base with OpenRC ($((SECONDS - t0)) s, cached as $base)"
+}
 
 root=$work/root
-mkdir -p "$root"
-tar -C "$root" -xpf "$base" || { t_fail "$name: extract $base" "tar failed"; exit 0; }
+mkdir -p "$cache"
+exec 8>"$cache/.lock"
+flock -w 900 8 || { t_skip "$name" "another run held $cache/.lock for 15 min"; exit 0; }
+# (under the lock) what a run stopped while it wrote the cache left
+rm -f "$cache"/.new-base.*
+# A cached base that is not complete (its checksum does not match) or that
+# does not extract is removed and made again, once.
+for try in 1 2; do
+	cached=
+	if base_ok; then
+		cached=1
+	else
+		[[ -e $base ]] && echo "  $base: its checksum does not match; removed, making it again"
+		rm -f "$base" "$base.sha256"
+		make_base || exit 0
+		phase base
+	fi
+	rm -rf --one-file-system "$root"
+	mkdir -p "$root"
+	if tar -C "$root" -xpf "$base" 2>"$work/tar.err"; then
+		[[ -n $cached ]] && t_pass "$name: base image from the cache ($base, checksum verified)"
+		break
+	fi
+	if ((try == 2)); then
+		t_fail "$name: extract $base" "$(head -n 2 "$work/tar.err" | tr '\n' ' ')"
+		exit 0
+	fi
+	echo "  $base does not extract ($(head -n 1 "$work/tar.err")); removed, making it again"
+	rm -f "$base" "$base.sha256"
+done
+exec 8>&-
+phase "extract"
 kvers=$(ls "$root/lib/modules")
 ikver=${kvers%%$'\n'*}
 if [[ -z $ikver || $kvers == *$'\n'* || ! -e $root/boot/initrd.img-$ikver ]]; then
@@ -140,13 +263,14 @@ if lsinitramfs "$root/boot/initrd.img-$ikver" 2>/dev/null | grep -q '/nvsidecar\
 	t_fail "$name: base image" "its initramfs already holds nvsidecar.ko"
 	exit 0
 fi
-cp "$work"/b/deb/nvsidecar-dkms_*_all.deb "$work"/b/deb/nvsidecar_*_amd64.deb "$root/tmp/"
+cp "${debs[@]}" "$root/tmp/"
 
 # inchroot CMD...: CMD in the image, in a private mount namespace with the
-# host's /dev, /proc and /sys; uname -r stays the host's.
+# host's /dev, /proc and /sys (gone with its last process), in a session of
+# its own (in_session); uname -r stays the host's.
 inchroot() {
 	# shellcheck disable=SC2016 # the inner shell's arguments
-	unshare -m --propagation private bash -c '
+	in_session unshare -m --propagation private bash -c '
 		r=$1; shift
 		mount --rbind /dev "$r/dev" && mount -t proc proc "$r/proc" && mount --rbind /sys "$r/sys" &&
 			mount -t tmpfs tmpfs "$r/run" || exit 1
@@ -155,7 +279,6 @@ inchroot() {
 	' _ "$root" "$@"
 }
 
-phase "extract"
 inchroot sh -c 'cd /tmp && apt-get install -y ./nvsidecar-dkms_*.deb ./nvsidecar_*.deb' >"$work/install.raw" 2>&1
 rc=$?
 # apt runs dpkg on a pty: its lines end with \r\n
@@ -181,29 +304,10 @@ fi
 # --- the node's configuration, as an admin writes it -----------------------
 # The simulated GPU (85-boot): the hook copies this file into the image.
 echo "options nvsidecar sim=1af4:1110:2:gb202" >"$root/etc/modprobe.d/nvsidecar.conf"
-# The proof that runs before the root is mounted (and lets the boot go on).
+# The proof that runs before the root is mounted (tests/host/premount-proof,
+# shared with 85-boot; here it lets the boot go on).
 mkdir -p "$root/etc/initramfs-tools/scripts/init-premount"
-cat >"$root/etc/initramfs-tools/scripts/init-premount/nvs-proof" <<'PROOF'
-#!/bin/sh
-case "$1" in prereqs) exit 0 ;; esac
-echo "NVS-PROOF stage init-premount"
-i=0
-while [ $i -lt 50 ]; do
-	for n in /sys/class/hwmon/*/name; do
-		[ -r "$n" ] && [ "$(cat "$n")" = nvsidecar ] && i=99
-	done
-	[ $i -eq 99 ] && break
-	sleep 0.1; i=$((i + 1))
-done
-while read -r m _; do echo "NVS-PROOF lsmod $m"; done </proc/modules
-[ -r /sys/module/nvsidecar/parameters/sim ] &&
-	echo "NVS-PROOF sim $(cat /sys/module/nvsidecar/parameters/sim)"
-for n in /sys/class/hwmon/*/name; do
-	[ -r "$n" ] && echo "NVS-PROOF hwmon $(cat "$n")"
-done
-if grep -q " ${rootmnt:-/root} " /proc/mounts; then echo "NVS-PROOF root mounted"; else echo "NVS-PROOF root not-mounted"; fi
-echo "NVS-PROOF end"
-PROOF
+nvs_proof_hook initramfs-tools >"$root/etc/initramfs-tools/scripts/init-premount/nvs-proof"
 chmod +x "$root/etc/initramfs-tools/scripts/init-premount/nvs-proof"
 
 # A shared read-only root: / is ro, the node's own writable place is a
@@ -289,8 +393,10 @@ phase "mkfs.ext4 -d (${mb} MiB)"
 # --- boot ------------------------------------------------------------------
 con=$work/console.log
 truncate -s 16M "$work/gpu.bar"
+# one vCPU beside a VM lane: the boot may take longer
+boot_limit=$((jobs > 1 ? 300 : 420))
 boot() {
-	timeout -k 5 300 qemu-system-x86_64 -M q35 -accel tcg -cpu max -smp 2 -m 1G \
+	in_session timeout -k 5 "$boot_limit" qemu-system-x86_64 -M q35 -accel tcg -cpu max -smp "$jobs" -m 1G \
 		-nodefaults -no-reboot -display none -monitor none \
 		-chardev "file,id=con,path=$con" -serial chardev:con \
 		-kernel "$work/vmlinuz-$ikver" -initrd "$work/initrd.img-$ikver" \
@@ -307,7 +413,7 @@ boot
 grep -q 'IO-APIC + timer doesn' "$con" && boot
 tr -d '\r' <"$con" >"$NVS_BUILD/image-console.log"
 con=$NVS_BUILD/image-console.log
-phase "boot"
+phase "boot (-smp $jobs)"
 
 # --- judge the console -----------------------------------------------------
 # mark NAME: the value of the console line "NVS-OS NAME VALUE"
@@ -318,7 +424,7 @@ elif ! grep -qx 'NVS-PROOF lsmod nvsidecar' "$con"; then
 	t_fail "$name: init-premount" "nvsidecar is not loaded before the root mount (console: $con)"
 elif ! grep -qx 'NVS-PROOF root not-mounted' "$con"; then
 	t_fail "$name: init-premount" "the real root was already mounted"
-elif ! grep -qx 'NVS-PROOF hwmon nvsidecar' "$con" || ! grep -qx 'NVS-PROOF sim 1af4:1110:2:gb202' "$con"; then
+elif ! grep -q '^NVS-PROOF hwmon nvsidecar ' "$con" || ! grep -qx 'NVS-PROOF sim 1af4:1110:2:gb202' "$con"; then
 	t_fail "$name: init-premount" "no nvsidecar hwmon chip, or the image's option did not reach the module: $(grep -E 'NVS-PROOF (hwmon|sim)' "$con" | tr '\n' ' ')"
 else
 	t_pass "$name: the image's initramfs loaded nvsidecar (simulated GB202) before the root was mounted"
