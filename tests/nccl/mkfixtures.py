@@ -106,6 +106,19 @@ Host names, pids, addresses and pointers are made up (tests/nccl/mkfixtures.py).
 """, out)
 
 
+# The NCCL 2.18.6 (tag v2.18.6-1) statements a single-node run over sockets
+# and SHM prints after its prefix, as the fixtures' headers cite them.
+V218_SINGLE_NODE_SOURCES = """  plugin            src/net.cc:180      "NET/Plugin : No plugin found, using internal implementation"
+  no IB             src/transport/net_ib.cc:252 "NET/IB : No device found."
+  sockets           src/transport/net_socket.cc:62 "NET/Socket : Using%s"
+  network           src/init.cc:310     "Using network %s"
+  DMA-BUF           src/init.cc:267     "DMA-BUF is available on GPU device %d"
+  SHM               src/transport/shm.cc:95 "Channel %02d : %d[%d] -> %d[%d] via SHM/%s/%s"
+  rings             src/init.cc:1080    "Connected all rings"
+  init done         src/init.cc:1375    "comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx - Init COMPLETE"
+"""
+
+
 # --------------------------------------------------------------------------
 # NCCL 2.18.6, one node, four GPUs, NCCL_P2P_DISABLE=1, run through pdsh
 # --------------------------------------------------------------------------
@@ -135,15 +148,7 @@ Lines follow NCCL's source at that tag:
   prefix            src/debug.cc:175    "%s:%d:%d [%d] NCCL INFO "
   version           src/init.cc:452     printf("%s\\n", VERSION_STRING), no prefix
   P2P level         src/graph/paths.cc:242 "%s set by environment to %s"
-  plugin            src/net.cc:180      "NET/Plugin : No plugin found, using internal implementation"
-  no IB             src/transport/net_ib.cc:252 "NET/IB : No device found."
-  sockets           src/transport/net_socket.cc:62 "NET/Socket : Using%s"
-  network           src/init.cc:310     "Using network %s"
-  DMA-BUF           src/init.cc:267     "DMA-BUF is available on GPU device %d"
-  SHM               src/transport/shm.cc:95 "Channel %02d : %d[%d] -> %d[%d] via SHM/%s/%s"
-  rings             src/init.cc:1080    "Connected all rings"
-  init done         src/init.cc:1375    "comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx - Init COMPLETE"
-Host names, pids and pointers are made up (tests/nccl/mkfixtures.py).
+""" + V218_SINGLE_NODE_SOURCES + """Host names, pids and pointers are made up (tests/nccl/mkfixtures.py).
 """, out)
 
 
@@ -179,15 +184,7 @@ each line are NCCL's, after it: gpu03, 5301..5304 and 0..3, not job, 4242
 and 1).
 Lines follow NCCL's source at that tag:
   prefix            src/debug.cc:175    "%s:%d:%d [%d] NCCL INFO "
-  plugin            src/net.cc:180      "NET/Plugin : No plugin found, using internal implementation"
-  no IB             src/transport/net_ib.cc:252 "NET/IB : No device found."
-  sockets           src/transport/net_socket.cc:62 "NET/Socket : Using%s"
-  network           src/init.cc:310     "Using network %s"
-  DMA-BUF           src/init.cc:267     "DMA-BUF is available on GPU device %d"
-  SHM               src/transport/shm.cc:95 "Channel %02d : %d[%d] -> %d[%d] via SHM/%s/%s"
-  rings             src/init.cc:1080    "Connected all rings"
-  init done         src/init.cc:1375    "comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx - Init COMPLETE"
-Host names, pids, pointers and the wrapper's tag are made up (tests/nccl/mkfixtures.py).
+""" + V218_SINGLE_NODE_SOURCES + """Host names, pids, pointers and the wrapper's tag are made up (tests/nccl/mkfixtures.py).
 """, out)
 
 

@@ -477,6 +477,19 @@ else
 fi
 dmesg_check leak-no-warn
 
+# GPU1 removed and rescanned N times, a second apart, gone for S seconds
+# each time: the importer of the two hot-removal tests below.
+replug_gpu1() {
+	local i
+	for ((i = 0; i < $1; i++)); do
+		sleep 1
+		echo 1 >/sys/bus/pci/devices/"$gpu1"/remove
+		sleep "$2"
+		echo 1 >/sys/bus/pci/rescan
+		wait_until 10 test -e /sys/bus/pci/devices/"$gpu1"
+	done
+}
+
 # --- the importer deleted and added again while probes map for it ---------
 # A free sim has no driver, so no bind or unbind orders it against the
 # probe. Being added, it is on the bus before the IOMMU core sets its DMA
@@ -503,13 +516,7 @@ else
 			nvsexp-iommu 65536 >/tmp/dmabuf-mid$j 2>&1 &
 		mpids+=($!)
 	done
-	for i in 1 2 3 4 5; do
-		sleep 1
-		echo 1 >/sys/bus/pci/devices/"$gpu1"/remove
-		sleep 0.3
-		echo 1 >/sys/bus/pci/rescan
-		wait_until 10 test -e /sys/bus/pci/devices/"$gpu1"
-	done
+	replug_gpu1 5 0.3
 	if wait_until 60 bash -c "for p in ${mpids[*]}; do kill -0 \$p 2>/dev/null && exit 1; done; exit 0"; then
 		wait "${mpids[@]}"
 		done_all=0 bad=
@@ -547,13 +554,7 @@ dmesg_mark "dmabuf hot-remove race"
 race=/tmp/dmabuf-race
 "$probe" --gpu 0 --importer "$gpu1" --count 1000000 --seconds 8 $kind $size >$race 2>&1 &
 rpid=$!
-for i in 1 2 3; do
-	sleep 1
-	echo 1 >/sys/bus/pci/devices/"$gpu1"/remove
-	sleep 0.5
-	echo 1 >/sys/bus/pci/rescan
-	wait_until 10 test -e /sys/bus/pci/devices/"$gpu1"
-done
+replug_gpu1 3 0.5
 if wait_until 60 bash -c "! kill -0 $rpid 2>/dev/null"; then
 	wait $rpid
 	out=$(<$race)
