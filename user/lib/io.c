@@ -108,8 +108,11 @@ static bool tmp_name(char *buf, size_t len, const char *dir, const char *base)
 	return n > 0 && (size_t)n < len;
 }
 
-/* The final name to write: a new file, a regular file, or a link to one. */
-static int check_target(const char *path, char *final, size_t len, char *err, size_t errlen)
+/*
+ * The final name to write: a new file, a regular file, or a link to one;
+ * with nofollow, the entry itself (anything but a directory).
+ */
+static int check_target(const char *path, bool nofollow, char *final, size_t len, char *err, size_t errlen)
 {
 	struct stat st;
 	size_t n = strlen(path);
@@ -121,6 +124,13 @@ static int check_target(const char *path, char *final, size_t len, char *err, si
 		if (errno != ENOENT)
 			return fail(err, errlen, errno, "Unable to create a file next to `%s': %s", path,
 				    strerror(errno));
+		snprintf(final, len, "%s", path);
+		return 0;
+	}
+	/* the entry itself is replaced, whatever it is, except a directory */
+	if (nofollow) {
+		if (S_ISDIR(st.st_mode))
+			return fail(err, errlen, EISDIR, "`%s' is a directory%s", path, "");
 		snprintf(final, len, "%s", path);
 		return 0;
 	}
@@ -147,7 +157,7 @@ static int check_target(const char *path, char *final, size_t len, char *err, si
 	return 0;
 }
 
-int nvs_ofile_open(struct nvs_ofile *o, const char *path, mode_t mode, char *err, size_t errlen)
+static int ofile_open(struct nvs_ofile *o, const char *path, mode_t mode, bool nofollow, char *err, size_t errlen)
 {
 	char *copy;
 	const char *slash, *base;
@@ -155,12 +165,13 @@ int nvs_ofile_open(struct nvs_ofile *o, const char *path, mode_t mode, char *err
 
 	memset(o, 0, sizeof(*o));
 	o->mode = mode;
-	if (!strcmp(path, "-")) {
+	o->nofollow = nofollow;
+	if (!nofollow && !strcmp(path, "-")) {
 		o->f = stdout;
 		o->is_stdout = true;
 		return 0;
 	}
-	ret = check_target(path, o->path, sizeof(o->path), err, errlen);
+	ret = check_target(path, nofollow, o->path, sizeof(o->path), err, errlen);
 	if (ret)
 		return ret;
 	copy = o->path;
@@ -183,7 +194,7 @@ int nvs_ofile_open(struct nvs_ofile *o, const char *path, mode_t mode, char *err
 	fd = open(o->dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
 	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
 		unlink(o->tmp);
-		fd = open(o->tmp, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, mode);
+		fd = open(o->tmp, O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY | O_CLOEXEC, mode);
 		o->named = fd >= 0;
 	}
 	if (fd < 0)
@@ -198,6 +209,11 @@ int nvs_ofile_open(struct nvs_ofile *o, const char *path, mode_t mode, char *err
 		return ret;
 	}
 	return 0;
+}
+
+int nvs_ofile_open(struct nvs_ofile *o, const char *path, mode_t mode, char *err, size_t errlen)
+{
+	return ofile_open(o, path, mode, false, err, errlen);
 }
 
 int nvs_ofile_commit(struct nvs_ofile *o, char *err, size_t errlen)
@@ -219,7 +235,7 @@ int nvs_ofile_commit(struct nvs_ofile *o, char *err, size_t errlen)
 		return fail(err, errlen, ret, "Unable to write `%s': %s", o->path, strerror(ret));
 	}
 	/* It may have been replaced by something else while we wrote. */
-	if (!lstat(o->path, &st) && !S_ISREG(st.st_mode))
+	if (!lstat(o->path, &st) && (o->nofollow ? S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)))
 		return fail(err, errlen, EEXIST, "`%s' became %s while writing; nothing was replaced",
 			    o->path, kind_of(st.st_mode));
 	if (!o->named) {
@@ -249,8 +265,8 @@ void nvs_ofile_discard(struct nvs_ofile *o)
 	o->named = false;
 }
 
-int nvs_write_atomic(const char *dir, const char *name, const void *buf, size_t len, mode_t mode,
-		     char *err, size_t errlen)
+static int write_atomic(const char *dir, const char *name, const void *buf, size_t len, mode_t mode,
+			bool nofollow, char *err, size_t errlen)
 {
 	unsigned int delay = nvs_env_test_write_delay_ms();
 	char path[4096 + 256];
@@ -258,7 +274,7 @@ int nvs_write_atomic(const char *dir, const char *name, const void *buf, size_t 
 	int ret;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	ret = nvs_ofile_open(&o, path, mode, err, errlen);
+	ret = ofile_open(&o, path, mode, nofollow, err, errlen);
 	if (ret)
 		return ret;
 	for (size_t done = 0; done < len;) {
@@ -277,6 +293,18 @@ int nvs_write_atomic(const char *dir, const char *name, const void *buf, size_t 
 out:
 	nvs_ofile_discard(&o);
 	return ret;
+}
+
+int nvs_write_atomic(const char *dir, const char *name, const void *buf, size_t len, mode_t mode,
+		     char *err, size_t errlen)
+{
+	return write_atomic(dir, name, buf, len, mode, false, err, errlen);
+}
+
+int nvs_write_atomic_nofollow(const char *dir, const char *name, const void *buf, size_t len, mode_t mode,
+			      char *err, size_t errlen)
+{
+	return write_atomic(dir, name, buf, len, mode, true, err, errlen);
 }
 
 void nvs_clean_stale_temps(const char *dir)

@@ -28,6 +28,7 @@ struct nvs_ofile {
 	FILE *f;		/* write the content here */
 	bool is_stdout;
 	bool named;		/* the temporary file has a name (no O_TMPFILE) */
+	bool nofollow;		/* replace a link at the final name, never write through it */
 	mode_t mode;
 	char path[4096];	/* the final name (a link already resolved) */
 	char dir[4096];
@@ -47,6 +48,14 @@ void nvs_ofile_discard(struct nvs_ofile *o);
 /* dir/name from one buffer, atomically as above. */
 int nvs_write_atomic(const char *dir, const char *name, const void *buf, size_t len, mode_t mode,
 		     char *err, size_t errlen);
+/*
+ * The same for a file the program owns in its own directory (the verdict):
+ * the final name is never followed: a symbolic link, a FIFO or a device
+ * there is replaced by the new file (rename replaces the entry itself), a
+ * directory refused; the temporary file is created O_EXCL|O_NOFOLLOW.
+ */
+int nvs_write_atomic_nofollow(const char *dir, const char *name, const void *buf, size_t len, mode_t mode,
+			      char *err, size_t errlen);
 /* Removes temporaries that a killed run left in dir (named only briefly). */
 void nvs_clean_stale_temps(const char *dir);
 /*
