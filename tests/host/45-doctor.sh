@@ -464,6 +464,110 @@ FAKE_CUDA_DEVICES=2 FAKE_CUDA_CORRUPT=0-1@4096 "$bin" doctor --full --lib "$work
 [[ $? == 1 ]] && grep -q '^FAIL full     full-p2p: ' "$work/out" && t_pass doctor-full-corrupt ||
 	t_fail doctor-full-corrupt "$(grep full "$work/out" | tr '\n' ' ')"
 
+# --- the verdict file: who wrote it, what it is (admin review H2, L1-L3) -------
+# vfull DIR / vquick DIR: doctor --full (the fake libcuda) / --quick with the
+# verdict in DIR; the full-cache lines into $work/vout
+vfull() { NVSIDECAR_STATE_DIR=$1 FAKE_CUDA_DEVICES=2 "$bin" doctor --full --lib "$work/libcuda.so.1" >"$work/vout" 2>&1; }
+vquick() { NVSIDECAR_STATE_DIR=$1 "$bin" doctor --quick >"$work/vout" 2>&1; }
+vshow() { grep -A1 'full-cache\|full-p2p' "$work/vout" | head -c 600 | tr '\n' ' '; }
+# H2: a link at the verdict's name is replaced, never written through
+vs=$work/vs
+mkdir -m 755 "$vs" "$work/outside"
+echo precious >"$work/outside/target"
+ln -s "$work/outside/target" "$vs/verdict"
+vfull "$vs"
+[[ $(cat "$work/outside/target") == precious && -f $vs/verdict && ! -L $vs/verdict ]] &&
+	grep -q '^nvsidecar-verdict 3$' "$vs/verdict" && grep -q "^OK   full     full-cache: verdict stored in $vs/verdict" "$work/vout" &&
+	t_pass doctor-verdict-link-replaced ||
+	t_fail doctor-verdict-link-replaced "target: $(head -c 40 "$work/outside/target"); $(ls -l "$vs/verdict"); $(vshow)"
+cp "$vs/verdict" "$work/good.verdict"
+# H2: a state directory or a verdict another user can write is neither
+# trusted (read) nor written; the fix names the commands
+why=
+chmod 777 "$vs"
+vfull "$vs"
+grep -q "full-cache: the verdict was not stored: the state directory \`$vs' is writable by others (owner uid $(id -u), mode 777): not trusted" "$work/vout" &&
+	grep -q "chown $( ((EUID)) && echo '\$USER' || echo root) $vs && chmod 755 $vs" "$work/vout" || why+=" [write, dir 777] $(vshow)"
+cmp -s "$vs/verdict" "$work/good.verdict" || why+=" [write, dir 777: the verdict changed]"
+vquick "$vs"
+grep -q "^WARN full     full-cache: .*the state directory \`$vs' is writable by others" "$work/vout" &&
+	! grep -q full-p2p "$work/vout" || why+=" [read, dir 777] $(vshow)"
+chmod 755 "$vs"
+vquick "$vs"
+grep -q '^OK   full     full-p2p: ' "$work/vout" || why+=" [read, dir 755] $(vshow)"
+chmod 666 "$vs/verdict"
+vquick "$vs"
+grep -q "^WARN full     full-cache: .*the verdict \`$vs/verdict' is writable by others (owner uid $(id -u), mode 666): not trusted" "$work/vout" &&
+	! grep -q full-p2p "$work/vout" || why+=" [read, verdict 666] $(vshow)"
+chmod 644 "$vs/verdict"
+if ((EUID == 0)); then
+	chown nobody "$vs/verdict"
+	vquick "$vs"
+	grep -q "^WARN full     full-cache: .*the verdict \`$vs/verdict' is owned by another user (owner uid $(id -u nobody), mode 644)" "$work/vout" &&
+		! grep -q full-p2p "$work/vout" || why+=" [read, verdict nobody's] $(vshow)"
+	chown root "$vs/verdict"
+	chown nobody "$vs"
+	vfull "$vs"
+	grep -q "the verdict was not stored: the state directory \`$vs' is owned by another user (owner uid $(id -u nobody), mode 755)" "$work/vout" ||
+		why+=" [write, dir nobody's] $(vshow)"
+	chown root "$vs"
+fi
+[[ -z $why ]] && t_pass doctor-verdict-untrusted || t_fail doctor-verdict-untrusted "$why"
+# L1, L2: a newer format is called one; an older file with a newer line is refused
+why=
+rm -f "$vs/verdict"
+sed '1s/.*/nvsidecar-verdict 4/' "$work/good.verdict" >"$vs/verdict"
+vquick "$vs"
+grep -q "full-cache: .*$vs/verdict:1: written by a newer nvsidecar (format 4); this one reads up to 3: run \`nvsidecar doctor --full' to rewrite it" "$work/vout" ||
+	why+=" [format 4] $(vshow)"
+sed '1s/.*/nvsidecar-verdict 2/; /^check .* full-p2p /a gpu 1' "$work/good.verdict" >"$vs/verdict"
+vquick "$vs"
+grep -q "full-cache: .*$vs/verdict:[0-9]*: a \`gpu' line is format 3's, and this file says format 2" "$work/vout" &&
+	! grep -q full-p2p "$work/vout" || why+=" [gpu in format 2] $(vshow)"
+sed '1s/.*/nvsidecar-verdict 1/' "$work/good.verdict" >"$vs/verdict"
+vquick "$vs"
+grep -q "full-cache: .*$vs/verdict:[0-9]*: a \`end' line is format 2's, and this file says format 1" "$work/vout" ||
+	why+=" [end in format 1] $(vshow)"
+sed '1s/.*/nvsidecar-verdict 2/' "$work/good.verdict" >"$vs/verdict"
+vquick "$vs"
+grep -q '^OK   full     full-p2p: ' "$work/vout" || why+=" [format 2] $(vshow)"
+[[ -z $why ]] && t_pass doctor-verdict-format-versions || t_fail doctor-verdict-format-versions "$why"
+# L3: one hint for every verdict that is no file (a FIFO, a directory, a link
+# to /dev/zero, an empty file), read or written; a state directory that
+# cannot be created is named as asked
+why=
+hint="not a regular file: remove it, then run \`nvsidecar doctor --full'"
+for kind in fifo dir zero empty; do
+	rm -rf "$vs/verdict"
+	case $kind in
+	fifo) mkfifo "$vs/verdict" ;;
+	dir) mkdir "$vs/verdict" ;;
+	zero) ln -s /dev/zero "$vs/verdict" ;;
+	empty) : >"$vs/verdict" ;;
+	esac
+	timeout 20 env NVSIDECAR_STATE_DIR="$vs" "$bin" doctor --quick >"$work/vout" 2>&1
+	if [[ $kind == empty ]]; then
+		grep -q "full-cache: .*$vs/verdict:0: empty, not a verdict: remove it, then run \`nvsidecar doctor --full'" "$work/vout" &&
+			! grep -q incomplete "$work/vout" || why+=" [read $kind] $(vshow)"
+	else
+		grep -q "full-cache: .*$vs/verdict:0: $hint (it is a" "$work/vout" || why+=" [read $kind] $(vshow)"
+	fi
+done
+rm -rf "$vs/verdict"
+mkdir "$vs/verdict"
+vfull "$vs"
+grep -q "full-cache: the verdict was not stored: $vs/verdict:0: $hint again (it is a directory)" "$work/vout" &&
+	! grep -q 'standard output\|give a new' "$work/vout" || why+=" [write dir] $(vshow)"
+rmdir "$vs/verdict"
+mkfifo "$vs/verdict"
+vfull "$vs"
+[[ -f $vs/verdict ]] && grep -q "^OK   full     full-cache: verdict stored in $vs/verdict" "$work/vout" || why+=" [write over a FIFO] $(vshow)"
+: >"$work/afile"
+vfull "$work/afile/sub"
+grep -q "full-cache: the verdict was not stored: Unable to create the state directory \`$work/afile/sub': \`$work/afile' is not a directory" "$work/vout" ||
+	why+=" [state dir under a file] $(vshow)"
+[[ -z $why ]] && t_pass doctor-verdict-bad-file-hint || t_fail doctor-verdict-bad-file-hint "$why"
+
 # --- --full and a GPU that another process holds (issue 23 item 3) ------------
 # In exclusive-process compute mode the driver refuses a second process a
 # context with CUDA_ERROR_DEVICE_UNAVAILABLE (46); the fake does that for

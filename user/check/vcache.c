@@ -286,12 +286,16 @@ const char *nvs_vcache_dir(const char *root, char *buf, size_t len)
  *                                  SKIP: none since SECONDS)
  * so that a pass on another GPU does not clear a GPU's FAIL, and a SKIP
  * does not make a verdict look freshly verified. Versions 1 and 2 are
- * read as before (no gpu, no last); an older nvsidecar refuses a version
- * 3 file as not a verdict (a WARN), until --full rewrites it.
+ * read as before (no gpu, no last), and a line of a later version in
+ * them is refused (admin review L2); a version above 3 is called a newer
+ * nvsidecar's (L1), a WARN until --full rewrites it.
+ * The file and its directory must be this user's or root's and writable
+ * by no one else, and the file is replaced, never written through a link
+ * (admin review H2: the health check drains and resumes on it).
  */
+#define MAGIC_WORD "nvsidecar-verdict "
+#define VERSION 3
 #define MAGIC "nvsidecar-verdict 3"
-#define MAGIC_V2 "nvsidecar-verdict 2"
-#define MAGIC_V1 "nvsidecar-verdict 1"
 #define MAX_TIME (1ll << 40)
 #define SEEN_TIME (1u << VK_N)
 #define SEEN_END (1u << (VK_N + 1))
@@ -334,8 +338,8 @@ static bool copy_text(char *dst, size_t len, const char *s)
 	return true;
 }
 
-static int parse_line(struct nvs_vcache *v, const char *s, unsigned int *seen, char *err, size_t errlen,
-		      const char *dir, size_t no)
+static int parse_line(struct nvs_vcache *v, const char *s, unsigned int *seen, unsigned int version, char *err,
+		      size_t errlen, const char *dir, size_t no)
 {
 	char w[128];
 	const char *rest;
@@ -344,7 +348,14 @@ static int parse_line(struct nvs_vcache *v, const char *s, unsigned int *seen, c
 		return bad(err, errlen, dir, no, "a line after the end line");
 	if (!word(s, w, sizeof(w), &rest))
 		return bad(err, errlen, dir, no, "not a verdict line");
-	if (!strcmp(w, "written")) {
+	if (((!strcmp(w, "gpu") || !strcmp(w, "last")) && version < 3) || (!strcmp(w, "end") && version < 2)) {
+		char why[256];
+
+		/* a newer format's line in an older file: no file nvsidecar wrote (admin review L2) */
+		snprintf(why, sizeof(why), "a `%s' line is format %d's, and this file says format %u", w,
+			 strcmp(w, "end") ? 3 : 2, version);
+		return bad(err, errlen, dir, no, why);
+	} else if (!strcmp(w, "written")) {
 		if (!seconds(rest, &v->written))
 			return bad(err, errlen, dir, no, "bad time");
 		*seen |= SEEN_TIME;
@@ -425,36 +436,106 @@ static int parse_line(struct nvs_vcache *v, const char *s, unsigned int *seen, c
 	return 0;
 }
 
+/*
+ * Who may have written what is read and replaced here (admin review H2):
+ * the health check drains and resumes nodes on the verdict, so a state
+ * directory or a verdict another user could write is a forged verdict
+ * waiting to happen (a per-node directory under /tmp is the obvious
+ * choice on a read-only root). The rule: owned by this user or root, and
+ * writable by no group or other user (a sticky bit does not help: the
+ * owner of the directory still chooses what is in it).
+ */
+static bool trusted(const struct stat *st)
+{
+	return (st->st_uid == geteuid() || st->st_uid == 0) && !(st->st_mode & 022);
+}
+
+static int untrusted(char *err, size_t errlen, const char *what, const char *path, const struct stat *st,
+		     const char *fix)
+{
+	snprintf(err, errlen,
+		 "%s `%s' is %s%s%s (owner uid %u, mode %03o): not trusted, since another user could forge the verdict; %s",
+		 what, path, st->st_uid == geteuid() || st->st_uid == 0 ? "" : "owned by another user",
+		 (st->st_uid == geteuid() || st->st_uid == 0) || !(st->st_mode & 022) ? "" : " and ",
+		 st->st_mode & 022 ? "writable by others" : "", (unsigned int)st->st_uid,
+		 (unsigned int)(st->st_mode & 07777), fix);
+	return -EPERM;
+}
+
+static int check_dir(const char *dir, char *err, size_t errlen)
+{
+	char fix[4400];
+	struct stat st;
+
+	if (stat(dir, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "the state directory `%s' is not a directory", dir);
+		return -ENOTDIR;
+	}
+	if (trusted(&st))
+		return 0;
+	snprintf(fix, sizeof(fix), "run `chown %s %s && chmod 755 %s', or set NVSIDECAR_STATE_DIR to a directory only %s can write",
+		 geteuid() ? "$USER" : "root", dir, dir, geteuid() ? "you" : "root");
+	return untrusted(err, errlen, "the state directory", dir, &st, fix);
+}
+
+/*
+ * One hint for every verdict path that is no verdict file, read or written
+ * (admin review L3): removing it and running --full again works for all.
+ */
+static int not_a_file(char *err, size_t errlen, const char *dir, mode_t m, bool writing)
+{
+	const char *kind = S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISLNK(m) ? "a symbolic link" :
+			   S_ISCHR(m) || S_ISBLK(m) ? "a device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+	char why[200];
+
+	snprintf(why, sizeof(why), "not a regular file: remove it, then run `nvsidecar doctor --full'%s (it is %s)",
+		 writing ? " again" : "", kind);
+	bad(err, errlen, dir, 0, why);
+	return S_ISDIR(m) ? -EISDIR : -EINVAL;
+}
+
 int nvs_vcache_load(struct nvs_vcache *v, const char *dir, char *err, size_t errlen)
 {
-	char path[4200];
+	char path[4200], fix[4400];
 	struct nvs_ifile in;
 	struct stat st;
-	unsigned int seen = 0;
+	unsigned int seen = 0, version = 0;
 	size_t len;
-	bool cut, v1 = false;
+	bool cut;
 	char *l;
 	int ret;
 
 	memset(v, 0, sizeof(*v));
 	snprintf(path, sizeof(path), "%s/%s", dir, NVS_VCACHE_FILE);
-	if (stat(path, &st))
+	if (lstat(path, &st))
 		return -errno;
+	ret = check_dir(dir, err, errlen);
+	if (ret)
+		return ret == -ENOENT ? -EIO : ret;
 	/*
-	 * Only a regular file: the health check reads this, and a FIFO that
-	 * something holds open would keep it waiting for its end. Not one
-	 * doctor --full can write over, either.
+	 * Only a regular file, not followed through a link: the health check
+	 * reads this, and a FIFO that something holds open would keep it
+	 * waiting for its end.
 	 */
 	if (!S_ISREG(st.st_mode))
-		return bad(err, errlen, dir, 0,
-			   "not a regular file: remove it, then run `nvsidecar doctor --full'");
+		return not_a_file(err, errlen, dir, st.st_mode, false);
 	ret = nvs_ifile_open(&in, path, 2048, 256 << 10, err, errlen);
 	if (ret)
 		return ret;
-	/* replaced between the two looks: the same rule */
+	/* replaced between the two looks: the same rules */
 	if (fstat(in.fd, &st) || !S_ISREG(st.st_mode)) {
-		ret = bad(err, errlen, dir, 0,
-			  "not a regular file: remove it, then run `nvsidecar doctor --full'");
+		ret = not_a_file(err, errlen, dir, st.st_mode, false);
+		goto out;
+	}
+	if (!trusted(&st)) {
+		snprintf(fix, sizeof(fix), "remove it (rm `%s'), then run `nvsidecar doctor --full'", path);
+		ret = untrusted(err, errlen, "the verdict", path, &st, fix);
+		goto out;
+	}
+	if (!st.st_size) {
+		ret = bad(err, errlen, dir, 0, "empty, not a verdict: remove it, then run `nvsidecar doctor --full'");
 		goto out;
 	}
 	while ((ret = nvs_ifile_line(&in, &l, &len, &cut, err, errlen)) > 0) {
@@ -464,21 +545,33 @@ int nvs_vcache_load(struct nvs_vcache *v, const char *dir, char *err, size_t err
 				goto out;
 			}
 		if (in.lineno == 1) {
-			if (!strcmp(l, MAGIC_V1)) {
-				v1 = true;
-			} else if (strcmp(l, MAGIC) && strcmp(l, MAGIC_V2)) {
+			uint32_t n;
+
+			if (strncmp(l, MAGIC_WORD, strlen(MAGIC_WORD)) || (l[strlen(MAGIC_WORD)] == '0') ||
+			    nvs_parse_u32(l + strlen(MAGIC_WORD), 1, UINT32_MAX, &n)) {
 				ret = bad(err, errlen, dir, 1, "not a verdict file (`" MAGIC "' expected)");
 				goto out;
 			}
+			if (n > VERSION) {
+				char why[200];
+
+				/* admin review L1: not "not a verdict file" */
+				snprintf(why, sizeof(why),
+					 "written by a newer nvsidecar (format %u); this one reads up to %d: run `nvsidecar doctor --full' to rewrite it",
+					 n, VERSION);
+				ret = bad(err, errlen, dir, 1, why);
+				goto out;
+			}
+			version = n;
 			continue;
 		}
-		ret = parse_line(v, l, &seen, err, errlen, dir, in.lineno);
+		ret = parse_line(v, l, &seen, version, err, errlen, dir, in.lineno);
 		if (ret)
 			goto out;
 	}
 	if (!ret && (seen & ~SEEN_END) != (SEEN_ALL & ~SEEN_END))
 		ret = bad(err, errlen, dir, in.lineno, "incomplete: a key field or the time is missing");
-	else if (!ret && !v1 && !(seen & SEEN_END))
+	else if (!ret && version >= 2 && !(seen & SEEN_END))
 		ret = bad(err, errlen, dir, in.lineno,
 			  "incomplete: no end line (cut short); run `nvsidecar doctor --full' again");
 out:
@@ -490,7 +583,8 @@ out:
 
 int nvs_vcache_save(const struct nvs_vcache *v, const char *dir, char *err, size_t errlen)
 {
-	char failed[4096], val[600];
+	char failed[4096], val[600], path[4200];
+	struct stat st;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
@@ -498,9 +592,21 @@ int nvs_vcache_save(const struct nvs_vcache *v, const char *dir, char *err, size
 
 	ret = nvs_make_dirs(dir, 0755, failed, sizeof(failed));
 	if (ret) {
-		snprintf(err, errlen, "Unable to create `%s': %s", failed, strerror(-ret));
+		/* the directory asked for, and the part that stopped it (admin review L3) */
+		if (strcmp(failed, dir))
+			snprintf(err, errlen, "Unable to create the state directory `%s': `%s' %s", dir, failed,
+				 ret == -ENOTDIR ? "is not a directory" : strerror(-ret));
+		else
+			snprintf(err, errlen, "Unable to create the state directory `%s': %s", dir, strerror(-ret));
 		return ret;
 	}
+	/* never written through a link, nor into a directory others can write (admin review H2) */
+	ret = check_dir(dir, err, errlen);
+	if (ret)
+		return ret;
+	snprintf(path, sizeof(path), "%s/%s", dir, NVS_VCACHE_FILE);
+	if (!lstat(path, &st) && S_ISDIR(st.st_mode))
+		return not_a_file(err, errlen, dir, st.st_mode, true);
 	f = open_memstream(&buf, &len);
 	if (!f) {
 		snprintf(err, errlen, "Out of memory");
@@ -532,7 +638,7 @@ int nvs_vcache_save(const struct nvs_vcache *v, const char *dir, char *err, size
 		snprintf(err, errlen, "Out of memory");
 		return -ENOMEM;
 	}
-	ret = nvs_write_atomic(dir, NVS_VCACHE_FILE, buf, len, 0644, err, errlen);
+	ret = nvs_write_atomic_nofollow(dir, NVS_VCACHE_FILE, buf, len, 0644, err, errlen);
 	free(buf);
 	return ret;
 }

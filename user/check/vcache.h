@@ -84,10 +84,15 @@ enum nvs_vkey_field nvs_vkey_diff(const struct nvs_vkey *a, const struct nvs_vke
 
 /*
  * Reads dir/NVS_VCACHE_FILE. 0; -ENOENT when there is none; another -errno
- * with err (a bad line: -EINVAL naming it).
+ * with err (a bad line: -EINVAL naming it; -EPERM: the file or dir is
+ * another user's, or writable by others, so not trusted).
  */
 int nvs_vcache_load(struct nvs_vcache *v, const char *dir, char *err, size_t errlen);
-/* Writes it atomically, creating dir. 0 or -errno with err. */
+/*
+ * Writes it atomically, creating dir (0755); a link at the file's name is
+ * replaced, not followed; a dir that is another user's or writable by
+ * others is refused (-EPERM). 0 or -errno with err.
+ */
 int nvs_vcache_save(const struct nvs_vcache *v, const char *dir, char *err, size_t errlen);
 /* The state directory: NVSIDECAR_STATE_DIR, else root + /var/lib/nvsidecar, into buf. */
 const char *nvs_vcache_dir(const char *root, char *buf, size_t len);
