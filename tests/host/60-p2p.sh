@@ -567,6 +567,39 @@ check p2p-no-devices 3 'assert "No CUDA devices" in err, err'
 p2p --pci-dump "$topo/garbage.dump"
 check p2p-bad-pci-dump 2 'assert "no devices with config space" in err, err'
 
+# ------------------------------------------------ a busy GPU outside --pairs
+# Contexts only on the GPUs that --pairs names (admin review M2): GPU 2, held
+# by a job in exclusive-process mode, does not stop the pair 0-1; without
+# --pairs every GPU is used, and the busy one is named (exit 12, L7), as is
+# one in compute mode PROHIBITED, with its own text (exit 1).
+FAKE_CUDA_DEVICES=3 FAKE_CUDA_BUSY=2 p2p --pairs 0-1 --json
+check p2p-pairs-busy-gpu-not-named 0 '
+g = d["gpus"]
+assert [x["used"] for x in g] == [True, True, False], g
+assert g[0]["local_verified"] and g[1]["local_verified"], g
+assert [(p["src"], p["dst"]) for p in d["pairs"]] == [(0, 1)], d["pairs"]
+'
+FAKE_CUDA_DEVICES=3 FAKE_CUDA_BUSY=2 p2p --pairs 0-1
+check p2p-pairs-busy-gpu-not-named-text 0 '
+assert "GPU2 " in out and "not used (in no --pairs pair)" in out, out
+assert "FAILED" not in out, out
+'
+FAKE_CUDA_DEVICES=3 FAKE_CUDA_BUSY=2 p2p
+check p2p-busy-gpu-named 12 '
+assert "Unable to create a CUDA context on GPU 2 (NVIDIA GeForce RTX 5090 (fake 2), 0000:03:00.0): CUDA_ERROR_DEVICE_UNAVAILABLE" in err, err
+assert "exclusive-process mode; --pairs can leave it out" in err, err
+'
+FAKE_CUDA_DEVICES=3 FAKE_CUDA_BUSY=2 p2p --pairs 1-2
+check p2p-pairs-busy-gpu-named 12 '
+assert "on GPU 2 (" in err and "--pairs can leave it out" not in err, err
+'
+FAKE_CUDA_DEVICES=3 FAKE_CUDA_PROHIBITED=1 p2p
+check p2p-prohibited-gpu-named 1 '
+assert "Unable to create a CUDA context on GPU 1 (NVIDIA GeForce RTX 5090 (fake 1), 0000:02:00.0): its compute mode is PROHIBITED" in err, err
+assert "nvidia-smi -i 0000:02:00.0 -c DEFAULT" in err and "busy or unavailable" not in err, err
+'
+FAKE_CUDA_DEVICES=3 FAKE_CUDA_PROHIBITED=1 p2p --pairs 0-2,2-0
+check p2p-pairs-prohibited-gpu-not-named 0 'assert "PROHIBITED" not in err, err'
 # ---------------------------------------------------------------- valgrind
 if ! command -v valgrind >/dev/null; then
 	t_skip p2p-valgrind "valgrind is not installed (scripts/deps.sh installs it)"

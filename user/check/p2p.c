@@ -405,7 +405,7 @@ int nvs_p2p_judge(struct nvs_p2p_run *rn, const struct nvs_nccl_log *nccl, const
 	const char *first_warn = NULL;
 
 	for (int a = 0; a < rn->n; ++a) {
-		if (!rn->g[a].local_ok) {
+		if (rn->g[a].used && !rn->g[a].local_ok) {
 			bad++;
 			if (!first_bad[0])
 				snprintf(first_bad, sizeof(first_bad), "GPU%d local copy: %s", a,
@@ -532,6 +532,7 @@ int nvs_p2p_judge(struct nvs_p2p_run *rn, const struct nvs_nccl_log *nccl, const
 	return bad;
 }
 
+/* CUDA, the GPUs and the entry points: no context yet. */
 static int setup(struct nvs_p2p_run *rn, char *err, size_t errlen)
 {
 	CUresult r = rn->cu.cuInit(0);
@@ -585,21 +586,53 @@ static int setup(struct nvs_p2p_run *rn, char *err, size_t errlen)
 			*c = (char)tolower((unsigned char)*c);
 		if (rn->cu.cuDeviceTotalMem_v2)
 			rn->cu.cuDeviceTotalMem_v2(&g->mem, g->dev);
-		r = rn->cu.cuDevicePrimaryCtxRetain(&g->ctx, g->dev);
-		if (r != CUDA_SUCCESS) {
-			int ret = cu_fail(rn, r, "Unable to create a CUDA context", err, errlen);
-
-			/* a job holds it: nvs_p2p_open's -EBUSY, NVS_EX_BUSY for doctor --full */
-			return nvs_cuda_held(&rn->cu, r, g->dev) ? -EBUSY : ret;
-		}
-		CU(rn->cu.cuCtxSetCurrent(g->ctx), "Unable to select a context");
-		CU(rn->cu.cuStreamCreate(&g->stream, CU_STREAM_NON_BLOCKING), "Unable to create a stream");
 	}
 	for (int a = 0; a < n; ++a)
 		for (int b = 0; b < n; ++b)
 			if (a != b)
 				CU(rn->cu.cuDeviceCanAccessPeer(&rn->can[a][b], rn->g[a].dev, rn->g[b].dev),
 				   "Unable to query peer access");
+	return 0;
+}
+
+/*
+ * A context and a stream on each GPU that a wanted pair names, and only
+ * those: a GPU that a job holds, outside --pairs, must not stop the pairs
+ * asked for (admin review M2).
+ */
+static int open_contexts(struct nvs_p2p_run *rn, char *err, size_t errlen)
+{
+	for (int i = 0; i < rn->n; ++i) {
+		struct nvs_p2p_gpu *g = &rn->g[i];
+		char what[200];
+		int mode = -1;
+		CUresult r;
+
+		if (!g->used)
+			continue;
+		r = rn->cu.cuDevicePrimaryCtxRetain(&g->ctx, g->dev);
+		if (r != CUDA_SUCCESS) {
+			int ret;
+
+			/* the GPU by number and bus id, as doctor names it (admin review L7) */
+			if (r == CUDA_ERROR_DEVICE_UNAVAILABLE && rn->cu.cuDeviceGetAttribute &&
+			    !rn->cu.cuDeviceGetAttribute(&mode, CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, g->dev) &&
+			    mode == CU_COMPUTEMODE_PROHIBITED) {
+				snprintf(err, errlen,
+					 "Unable to create a CUDA context on GPU %d (%s, %s): its compute mode is PROHIBITED, so no process may use it; `nvidia-smi -i %s -c DEFAULT' allows it again%s",
+					 i, g->name, g->busid, g->busid,
+					 rn->n > 1 ? ", or leave it out with --pairs" : "");
+				return -EPERM;
+			}
+			snprintf(what, sizeof(what), "Unable to create a CUDA context on GPU %d (%s, %s)", i, g->name,
+				 g->busid);
+			ret = cu_fail(rn, r, what, err, errlen);
+			/* a job holds it: nvs_p2p_open's -EBUSY, NVS_EX_BUSY for doctor --full */
+			return nvs_cuda_held(&rn->cu, r, g->dev) ? -EBUSY : ret;
+		}
+		CU(rn->cu.cuCtxSetCurrent(g->ctx), "Unable to select a context");
+		CU(rn->cu.cuStreamCreate(&g->stream, CU_STREAM_NON_BLOCKING), "Unable to create a stream");
+	}
 	return 0;
 }
 
@@ -680,6 +713,15 @@ int nvs_p2p_open(struct nvs_p2p_run *rn, const struct nvs_p2p_opts *o, const str
 		}
 		rn->want[pairs->src[i]][pairs->dst[i]] = true;
 	}
+	for (int a = 0; a < rn->n; ++a)
+		for (int b = 0; b < rn->n; ++b)
+			if (rn->want[a][b])
+				rn->g[a].used = rn->g[b].used = true;
+	if (rn->n == 1)
+		rn->g[0].used = true;	/* one GPU: its local copy is the test */
+	ret = open_contexts(rn, err, errlen);
+	if (ret)
+		return ret;
 	/* PCI facts are optional: without them levels 1 and 4 say so. */
 	if (pci) {
 		if (nvs_topo_findings(pci, &rn->findings))
@@ -704,7 +746,8 @@ int nvs_p2p_measure(struct nvs_p2p_run *rn)
 	if (!rn->pattern || !rn->check)
 		return -ENOMEM;
 	for (int i = 0; i < rn->n; ++i)
-		run_local(rn, i, err, sizeof(err));
+		if (rn->g[i].used)
+			run_local(rn, i, err, sizeof(err));
 	for (int a = 0; a < rn->n; ++a)
 		for (int b = 0; b < rn->n; ++b) {
 			if (!rn->want[a][b])

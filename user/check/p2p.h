@@ -29,6 +29,7 @@ struct nvs_p2p_gpu {
 	char busid[32];
 	size_t mem;
 	double link_gbps;	/* theoretical, slowest link to the root port; 0 unknown */
+	bool used;		/* in a wanted pair (or alone, one GPU): has a context */
 	bool local_ok;
 	size_t local_bad, local_first;
 	double local_gbps;

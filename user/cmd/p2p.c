@@ -215,8 +215,10 @@ static void show(const struct nvs_p2p_run *rn, const struct nvs_p2p_origin *orig
 		out_str(OUT_ANY, "name", "%-40s ", g->name);
 		out_str(OUT_ANY, "bus_id", "%s  ", g->busid);
 		out_uint(OUT_JSON, "memory", NULL, g->mem);
+		out_bool(OUT_JSON, "used", NULL, g->used);
 		out_bool(OUT_JSON, "local_verified", NULL, g->local_ok);
-		out_text("local copy %s\n", g->local_ok ? "verified" : "FAILED");
+		out_text("%s\n", !g->used ? "not used (in no --pairs pair)" : g->local_ok ? "local copy verified" :
+			 "local copy FAILED");
 		out_uint(OUT_JSON, "local_wrong_bytes", NULL, g->local_bad);
 		out_double(OUT_JSON, "local_gbps", NULL, g->local_gbps, 3);
 		if (g->link_gbps > 0)
@@ -511,7 +513,8 @@ int p2p_main(int argc, const char *argv[])
 		ret = out_fail(NVS_EX_USAGE, "%s", err);
 		goto out_close;
 	case -EBUSY:
-		ret = out_fail(NVS_EX_BUSY, "%s (another process holds the GPU in exclusive-process mode)", err);
+		ret = out_fail(NVS_EX_BUSY, "%s (another process holds the GPU in exclusive-process mode%s)", err,
+			       a.pairs.all ? "; --pairs can leave it out" : "");
 		goto out_close;
 	default:
 		ret = out_fail(NVS_EX_FAIL, "%s", err);
