@@ -567,6 +567,23 @@ vfull "$work/afile/sub"
 grep -q "full-cache: the verdict was not stored: Unable to create the state directory \`$work/afile/sub': \`$work/afile' is not a directory" "$work/vout" ||
 	why+=" [state dir under a file] $(vshow)"
 [[ -z $why ]] && t_pass doctor-verdict-bad-file-hint || t_fail doctor-verdict-bad-file-hint "$why"
+# H2: a state directory that is another user's link to a directory of ours
+if ((EUID == 0)); then
+	why=
+	mkdir -m 755 "$work/ours"
+	ln -s "$work/ours" "$work/theirs"
+	chown -h nobody "$work/theirs"
+	vfull "$work/theirs"
+	grep -q "the verdict was not stored: the state directory \`$work/theirs' is a symbolic link owned by another user (uid $(id -u nobody))" "$work/vout" &&
+		[[ ! -e $work/ours/verdict ]] || why+=" [write] $(vshow)"
+	cp "$work/good.verdict" "$work/ours/verdict"
+	vquick "$work/theirs"
+	grep -q "^WARN full     full-cache: .*the state directory \`$work/theirs' is a symbolic link owned by another user" "$work/vout" &&
+		! grep -q full-p2p "$work/vout" || why+=" [read] $(vshow)"
+	[[ -z $why ]] && t_pass doctor-verdict-dir-link-untrusted || t_fail doctor-verdict-dir-link-untrusted "$why"
+else
+	t_skip doctor-verdict-dir-link-untrusted "not root: no link of another user to make"
+fi
 
 # --- --full and a GPU that another process holds (issue 23 item 3) ------------
 # In exclusive-process compute mode the driver refuses a second process a

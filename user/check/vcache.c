@@ -467,6 +467,17 @@ static int check_dir(const char *dir, char *err, size_t errlen)
 	char fix[4400];
 	struct stat st;
 
+	/*
+	 * A link at the directory's own name counts as its owner's: in a
+	 * sticky /tmp another user could point /tmp/NAME at a directory of
+	 * ours (not chmod'able: a link's mode is always 777).
+	 */
+	if (!lstat(dir, &st) && S_ISLNK(st.st_mode) && st.st_uid != geteuid() && st.st_uid != 0) {
+		snprintf(err, errlen,
+			 "the state directory `%s' is a symbolic link owned by another user (uid %u): not trusted, since another user could forge the verdict; set NVSIDECAR_STATE_DIR to a directory only %s can write",
+			 dir, (unsigned int)st.st_uid, geteuid() ? "you" : "root");
+		return -EPERM;
+	}
 	if (stat(dir, &st))
 		return -errno;
 	if (!S_ISDIR(st.st_mode)) {
