@@ -356,6 +356,12 @@ check hc-broken-gpu-drained '[[ $rc == 1 && $(st) == "IDLE+DRAIN|nvsidecar: full
 FAKE_CUDA_BUSY=1 full
 FAKE_DOCTOR=real hc
 check hc-busy-gpu-keeps-drain '[[ $rc == 1 && $(st) == "IDLE+DRAIN|nvsidecar: full-p2p: "* ]] && ! grep -q resuming "$work/log" && grep -q "^check FAIL [0-9]* full full-p2p .*(999)" "$NVSIDECAR_STATE_DIR/verdict"'
+# CUDA not usable at the next --full (p2p exits 3: cuInit fails, as after a
+# half-done driver upgrade) verified nothing either: the FAIL stays, the
+# node stays drained (admin review H1; no GPU in this sysfs, so it is SKIP)
+FAKE_CUDA_INIT_ERROR=100 full
+FAKE_DOCTOR=real hc
+check hc-cuda-unusable-keeps-drain '[[ $rc == 1 && $(st) == "IDLE+DRAIN|nvsidecar: full-p2p: "* ]] && ! grep -q resuming "$work/log" && grep -q "^SKIP full     full-p2p: CUDA is not usable here" "$work/full" && grep -q "^check FAIL [0-9]* full full-p2p .*(999)" "$NVSIDECAR_STATE_DIR/verdict"'
 # A GPU busy at every --full since its last real verification: once that
 # verification is older than NVSIDECAR_VERDICT_MAX_AGE the SKIP is stale,
 # as a verdict that old is: a WARN that says so, and the node is neither

@@ -275,3 +275,87 @@ fi
 NVSIDECAR_STATE_DIR=$work/file/sub full
 grep -q "^WARN full     full-cache: the verdict was not stored: Unable to create \`$work/file'" "$work/full" &&
 	grep -q 'NVSIDECAR_STATE_DIR' "$work/full" && t_pass verdict-unwritable || t_fail verdict-unwritable "$(show "$work/full")"
+
+# --- findings of the new-admin review (H1, M1, M4, M2) -------------------------
+# a state of their own, the driver back at 590.48.01, the BIOS and BAR1 as above
+export NVSIDECAR_STATE_DIR=$work/state2
+v=$work/state2/verdict
+driver 590.48.01
+# M1: the stored FAIL is the ladder's first line marked fail (level 2, the
+# wrong byte), not the last line p2p printed (level 4, "not run")
+FAKE_CUDA_CORRUPT=0-1@0 full
+grep -q '^FAIL full     full-p2p: ladder level 2 (CUDA peer copies verified) failed: .*0->1 P2P on: 1 wrong byte(s)' "$work/full" &&
+	grep -q '^check FAIL [0-9]* full full-p2p ladder level 2 (CUDA peer copies verified) failed: .*0->1 P2P on: 1 wrong byte' "$v" &&
+	t_pass verdict-fail-first-ladder-line || t_fail verdict-fail-first-ladder-line "$(show "$work/full")"
+# H1: CUDA not usable (cuInit 100, a driver/library mismatch) verifies
+# nothing: the FAIL stays, and on a node whose sysfs lists GPUs the run's
+# own line is a WARN, not a SKIP that looks healthy
+FAKE_CUDA_INIT_ERROR=100 full
+quick
+if grep -q '^WARN full     full-p2p: CUDA is not usable, but sysfs lists 1 NVIDIA GPU(s): P2P was not verified: ' "$work/full" &&
+	grep -q "keeping the last verdict's FAIL of full-p2p ([0-9]* s old)" "$work/full" &&
+	grep -q '^check FAIL [0-9]* full full-p2p ladder level 2 ' "$v" &&
+	grep -q '^FAIL full     full-p2p: ladder level 2 ' "$work/out" && [[ $rc == 1 ]]; then
+	t_pass verdict-cuda-unusable-keeps-fail
+else
+	t_fail verdict-cuda-unusable-keeps-fail "rc $rc: $(show "$work/full") quick: $(show "$work/out")"
+fi
+# M4: after a driver change, a busy SKIP with no verification under the new
+# driver is a WARN that names the change and the FAIL before it, in the run,
+# in the verdict and in the quick check, and stays so while GPUs are busy
+driver 595.10.02
+FAKE_CUDA_BUSY=1 full
+quick
+cp "$work/out" "$work/out1"
+FAKE_CUDA_BUSY=1 full
+quick
+want="^WARN full     full-p2p: not verified since the driver changed (\`590.48.01', now \`595.10.02'); the previous verdict had a FAIL: ladder level 2 .*: GPU 1 in use by another process"
+if grep -q "$want" "$work/out1" && grep -q "$want" "$work/out" && ! grep -q '^SKIP full     full-p2p' "$work/out" &&
+	grep -q '^check WARN [0-9]* full full-p2p not verified since the driver changed' "$v" &&
+	grep -q "keeping the last verdict's WARN of full-p2p" "$work/full"; then
+	t_pass verdict-key-change-unverified-warns
+else
+	t_fail verdict-key-change-unverified-warns "quick 1: $(show "$work/out1") quick 2: $(show "$work/out")"
+fi
+# ...and a real verification under the new driver ends it
+full
+quick
+grep -q '^OK   full     full-p2p: ' "$work/out" && t_pass verdict-key-change-verified ||
+	t_fail verdict-key-change-verified "$(show "$work/out")"
+# M2: with GPU 2 busy, --full runs p2p on the pairs among the free GPUs
+# (--pairs 0-1) and says which GPU it left out. The stand-in drops
+# FAKE_CUDA_BUSY for p2p --pairs, as p2p does once it opens contexts only
+# on the GPUs --pairs names (branch vstate); the real one is tried below.
+cat >"$work/runner2" <<EOF
+#!/bin/bash
+[[ \$1 == p2p ]] && echo "\$*" >>"$work/p2p-args"
+if [[ \$1 == p2p && " \$* " == *" --pairs "* ]]; then exec env -u FAKE_CUDA_BUSY "$bin" "\$@"; fi
+exec "$bin" "\$@"
+EOF
+chmod +x "$work/runner2"
+: >"$work/p2p-args"
+NVS_TEST_FULL_RUNNER=$work/runner2 FAKE_CUDA_DEVICES=3 FAKE_CUDA_BUSY=2 FAKE_CUDA_CORRUPT=0-1@0 full
+fail_ok=$(grep -c '^FAIL full     full-p2p: ladder level 2 .*(pairs 0-1; left out: GPU 2 in use by another process' "$work/full")
+NVS_TEST_FULL_RUNNER=$work/runner2 FAKE_CUDA_DEVICES=3 FAKE_CUDA_BUSY=2 full
+quick
+if [[ $fail_ok == 1 ]] && grep -q -- ' --pairs 0-1' "$work/p2p-args" &&
+	grep -q '^OK   full     full-p2p: .*(pairs 0-1 only; left out: GPU 2 in use by another process' "$work/full" &&
+	grep -q "keeping the last verdict's FAIL of full-p2p ([0-9]* s old; this run left out GPU 2 in use" "$work/full" &&
+	grep -q '^FAIL full     full-p2p: ladder level 2 ' "$work/out"; then
+	t_pass verdict-busy-free-pairs
+else
+	t_fail verdict-busy-free-pairs "fail $fail_ok, args: $(tr '\n' ' ' <"$work/p2p-args") full: $(show "$work/full")"
+fi
+# ...fewer than two free GPUs: SKIP as before
+: >"$work/p2p-args"
+NVS_TEST_FULL_RUNNER=$work/runner2 FAKE_CUDA_DEVICES=3 FAKE_CUDA_BUSY=1,2 full
+grep -q '^SKIP full     full-p2p: GPUs 1, 2 in use by another process .*: the check did not run' "$work/full" &&
+	[[ ! -s $work/p2p-args ]] && t_pass verdict-busy-one-free-skips || t_fail verdict-busy-one-free-skips "$(show "$work/full")"
+# ...and with the real p2p, once `p2p --pairs' leaves the other GPUs alone
+if FAKE_CUDA_DEVICES=3 FAKE_CUDA_BUSY=2 "$bin" p2p --pairs 0-1 --size 4M --iters 2 --lib "$work/libcuda.so.1" >/dev/null 2>&1; then
+	FAKE_CUDA_DEVICES=3 FAKE_CUDA_BUSY=2 FAKE_CUDA_CORRUPT=0-1@0 full
+	grep -q '^FAIL full     full-p2p: ladder level 2 .*(pairs 0-1; left out: GPU 2 in use by another process' "$work/full" &&
+		t_pass verdict-busy-free-pairs-real || t_fail verdict-busy-free-pairs-real "$(show "$work/full")"
+else
+	t_skip verdict-busy-free-pairs-real "p2p --pairs 0-1 still opens a context on busy GPU 2 (needs branch vstate's p2p change)"
+fi

@@ -38,6 +38,7 @@
  * resume a drained node (full_store). So is a full-rdma FAIL of another
  * GPU than the one this run's loopback verified.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -50,6 +51,7 @@
 #include <unistd.h>
 
 #include "check/doctor.h"
+#include "check/ladder.h"
 #include "check/vcache.h"
 #include "sys/cuda.h"
 #include "lib/env.h"
@@ -79,8 +81,15 @@ struct gpu_probe {
 
 /* What this run did that full_store needs besides the checks. */
 struct full_run {
-	const char *busy[2];	/* the checks skipped because a GPU was busy */
-	size_t nbusy;
+	/*
+	 * The checks this run could not verify: skipped because a GPU was
+	 * busy, CUDA not usable, the probe hung (review H1). Their previous
+	 * FAIL or WARN in force is kept (kept_fail).
+	 */
+	const char *unverified[4];
+	size_t nunverified;
+	/* full-p2p ran on the free GPUs only: these were left out ("" when none) */
+	char p2p_left_out[256];
 	int rdma_gpu;		/* the GPU full-rdma ran on; -1: it did not run */
 };
 
@@ -388,12 +397,92 @@ static const struct nvs_check *find(const struct nvs_checks *c, const char *name
 	return NULL;
 }
 
+static void mark_unverified(struct full_run *run, const char *name)
+{
+	if (run->nunverified < sizeof(run->unverified) / sizeof(run->unverified[0]))
+		run->unverified[run->nunverified++] = name;
+}
+
 static void skip_busy(struct nvs_checks *c, struct full_run *run, const char *name, const char *fmt,
 		      const char *why)
 {
 	add(c, CK_SKIP, "full", name, fmt, why);
 	fix(c, "Nothing is wrong with a GPU a job holds: run `nvsidecar doctor --full' again when the node is idle to verify it");
-	run->busy[run->nbusy++] = name;
+	mark_unverified(run, name);
+}
+
+/*
+ * The first line of p2p's acceptance ladder marked fail ("  2 CUDA peer
+ * copies verified        fail    DETAIL"), as "ladder level 2 (TITLE)
+ * failed: DETAIL" into buf; NULL when there is none. The cause, not the
+ * last line printed, which is level 4 whatever failed (review M1).
+ */
+static const char *ladder_fail(const char *out, char *buf, size_t len)
+{
+	for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *p = l, *t, *e;
+		int level;
+
+		while (*p == ' ')
+			p++;
+		if (*p < '1' || *p > '0' + NVS_LADDER_LEVELS || p[1] != ' ')
+			continue;
+		level = *p - '0';
+		t = nvs_ladder_title(level);
+		p += 2;
+		if (strncmp(p, t, strlen(t)))
+			continue;
+		p += strlen(t);
+		while (*p == ' ')
+			p++;
+		if (strncmp(p, "fail", 4) || (p[4] != ' ' && p[4] != '\n' && p[4]))
+			continue;
+		p += 4;
+		while (*p == ' ')
+			p++;
+		e = strchr(p, '\n');
+		snprintf(buf, len, "ladder level %d (%s) failed: %.*s", level, t, (int)(e ? e - p : (long)strlen(p)), p);
+		return buf;
+	}
+	return NULL;
+}
+
+/*
+ * How many NVIDIA display controllers sysfs lists (class 0x03xxxx, vendor
+ * 0x10de): a node with GPUs where CUDA is not usable is not "nothing to
+ * check" (review H1).
+ */
+static int sysfs_nvidia_gpus(const char *root)
+{
+	char dir[4096], p[4400], v[32];
+	struct dirent *d;
+	int n = 0;
+	DIR *dh;
+
+	snprintf(dir, sizeof(dir), "%s/sys/bus/pci/devices", root ? root : "");
+	dh = opendir(dir);
+	if (!dh)
+		return 0;
+	while ((d = readdir(dh))) {
+		FILE *f;
+		bool gpu = false;
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "%s/%s/class", dir, d->d_name);
+		f = fopen(p, "re");
+		gpu = f && fgets(v, sizeof(v), f) && !strncmp(v, "0x03", 4);
+		if (f)
+			fclose(f);
+		snprintf(p, sizeof(p), "%s/%s/vendor", dir, d->d_name);
+		f = gpu ? fopen(p, "re") : NULL;
+		if (f && fgets(v, sizeof(v), f) && !strncmp(v, "0x10de", 6))
+			n++;
+		if (f)
+			fclose(f);
+	}
+	closedir(dh);
+	return n;
 }
 
 /*
@@ -418,12 +507,21 @@ static const char *runner(const struct nvs_doctor_opts *o)
 static void full_p2p(struct nvs_checks *c, const struct nvs_doctor_opts *o, char *lib, const struct gpu_probe *g,
 		     struct full_run *run)
 {
-	const char *argv[] = { runner(o), "p2p", "--size", "4M", "--iters", "2", lib[0] ? "--lib" : NULL, lib, NULL };
-	char out[2048], why[512], bad[512];
+	char pairs[512] = "", fl[512], out[2048], why[512], bad[512];
+	const char *argv[] = { runner(o), "p2p", "--size", "4M", "--iters", "2", lib[0] ? "--lib" : NULL, lib, NULL,
+			       NULL, NULL };
+	const char *fmsg;
 	struct run_end end;
-	int st;
+	int st, nfree = 0;
 
-	/* p2p takes a context on every GPU: one that is not free stops it */
+	for (int i = 0; g->ok && i < g->n; ++i)
+		nfree += g->st[i] == 'F';
+	/*
+	 * A GPU that is not free: p2p runs the pairs among the free GPUs
+	 * (`--pairs', which takes contexts on the GPUs it names only) and
+	 * says which it left out; with fewer than two free, it cannot run
+	 * (review M2).
+	 */
 	if (busy_why(g, why, sizeof(why))[0]) {
 		/* ...but a GPU that answered an error is broken, whoever holds the others */
 		if (gpus_in(g, 'E', bad, sizeof(bad))) {
@@ -433,8 +531,21 @@ static void full_p2p(struct nvs_checks *c, const struct nvs_doctor_opts *o, char
 			fix(c, "A GPU that refuses a context is broken or wedged: `nvidia-smi', `dmesg' for Xid errors, then `nvsidecar p2p' when the node is idle");
 			return;
 		}
-		skip_busy(c, run, "full-p2p", "%s: the check did not run", why);
-		return;
+		for (int a = 0; nfree >= 2 && a < g->n; ++a)
+			for (int b = a + 1; g->st[a] == 'F' && b < g->n; ++b) {
+				size_t o2 = strlen(pairs);
+
+				if (g->st[b] == 'F')
+					snprintf(pairs + o2, sizeof(pairs) - o2, "%s%d-%d", o2 ? "," : "", a, b);
+			}
+		/* too many pairs for one --pairs: the whole check waits for an idle node */
+		if (nfree < 2 || strlen(pairs) >= sizeof(pairs) - 1) {
+			skip_busy(c, run, "full-p2p", "%s: the check did not run", why);
+			return;
+		}
+		argv[lib[0] ? 8 : 6] = "--pairs";
+		argv[lib[0] ? 9 : 7] = pairs;
+		snprintf(run->p2p_left_out, sizeof(run->p2p_left_out), "%.250s", why);
 	}
 	st = run_child(argv, FULL_TIMEOUT_S, out, sizeof(out), &end);
 	if (exit_busy(st)) {
@@ -450,12 +561,31 @@ static void full_p2p(struct nvs_checks *c, const struct nvs_doctor_opts *o, char
 		add(c, CK_FAIL, "full", "full-p2p", "`p2p' died from signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 		fix(c, "Run `nvsidecar p2p' by hand");
 	} else if (WEXITSTATUS(st) == NVS_EX_OK) {
-		add(c, CK_OK, "full", "full-p2p", "%s", last_line(out));
+		if (pairs[0])
+			add(c, CK_OK, "full", "full-p2p", "%s (pairs %s only; left out: %s)", last_line(out), pairs, why);
+		else
+			add(c, CK_OK, "full", "full-p2p", "%s", last_line(out));
 	} else if (WEXITSTATUS(st) == NVS_EX_FAIL) {
-		add(c, CK_FAIL, "full", "full-p2p", "%s", last_line(out));
+		fmsg = ladder_fail(out, fl, sizeof(fl));
+		if (!fmsg)
+			fmsg = last_line(out);
+		if (pairs[0])
+			add(c, CK_FAIL, "full", "full-p2p", "%s (pairs %s; left out: %s)", fmsg, pairs, why);
+		else
+			add(c, CK_FAIL, "full", "full-p2p", "%s", fmsg);
 		fix(c, "A copy between GPUs arrived wrong or failed: `nvsidecar p2p' shows which pair; see docs/p2p.md");
 	} else {
-		add(c, CK_SKIP, "full", "full-p2p", "CUDA is not usable here: %s", last_line(out));
+		int ngpu = sysfs_nvidia_gpus(o->root);
+
+		/* verified nothing: the previous FAIL stands (review H1) */
+		mark_unverified(run, "full-p2p");
+		if (ngpu) {
+			add(c, CK_WARN, "full", "full-p2p", "CUDA is not usable, but sysfs lists %d NVIDIA GPU(s): P2P was not verified: %s",
+			    ngpu, last_line(out));
+			fix(c, "`nvsidecar p2p' by hand says why (a driver/library version mismatch after an upgrade, a missing libcuda); `nvsidecar doctor' checks the driver");
+		} else {
+			add(c, CK_SKIP, "full", "full-p2p", "CUDA is not usable here: %s", last_line(out));
+		}
 	}
 }
 
@@ -522,7 +652,7 @@ static void full_rdma(struct nvs_checks *c, const struct nvs_doctor_opts *o, cha
 void nvs_doctor_full(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 {
 	char lib[4200] = "";
-	struct full_run run = { { NULL }, 0, -1 };
+	struct full_run run = { .rdma_gpu = -1 };
 	struct gpu_probe g;
 
 	if (!o->self) {
@@ -543,6 +673,8 @@ void nvs_doctor_full(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 		/* a copy on that GPU would hang the same way, and leave another process behind */
 		add(c, CK_SKIP, "full", "full-p2p", "not run: the GPUs did not answer the probe (full-probe)");
 		add(c, CK_SKIP, "full", "full-rdma", "not run: the GPUs did not answer the probe (full-probe)");
+		mark_unverified(&run, "full-p2p");
+		mark_unverified(&run, "full-rdma");
 	} else {
 		full_p2p(c, o, lib, &g, &run);
 		full_rdma(c, o, lib, &g, &run);
@@ -594,10 +726,10 @@ static void settings_warn(struct nvs_checks *c, const char *dir)
 	}
 }
 
-static bool skipped_busy(const struct full_run *run, const char *name)
+static bool unverified(const struct full_run *run, const char *name)
 {
-	for (size_t i = 0; i < run->nbusy; ++i)
-		if (!strcmp(run->busy[i], name))
+	for (size_t i = 0; i < run->nunverified; ++i)
+		if (!strcmp(run->unverified[i], name))
 			return true;
 	return false;
 }
@@ -626,17 +758,29 @@ static const struct nvs_vresult *kept_fail(const struct nvs_vcache *prev, bool u
 	const struct nvs_vresult *f = usable ? prev_result(prev, k->name) : NULL;
 	char a[32];
 
-	if (!f || f->res != CK_FAIL)
+	if (!f || (f->res != CK_FAIL && f->res != CK_WARN))
 		return NULL;
 	age_str((int64_t)time(NULL) - f->verified, a, sizeof(a));
-	if (skipped_busy(run, k->name)) {
-		snprintf(why, len, "%s (%s old)", f->name, a);
+	/*
+	 * A run that verified nothing (a busy GPU, CUDA not usable, a hung
+	 * probe) keeps the FAIL, and the WARN (not verified since the key
+	 * changed), until a real verification (review H1, M4)
+	 */
+	if (unverified(run, k->name) && k->res != CK_FAIL) {
+		snprintf(why, len, "%s of %s (%s old)", nvs_check_result_name(f->res), f->name, a);
+		return f;
+	}
+	if (f->res != CK_FAIL)
+		return NULL;
+	/* p2p on the free GPUs only: a pass there says nothing of the busy ones (review M2) */
+	if (!strcmp(k->name, "full-p2p") && k->res != CK_FAIL && run->p2p_left_out[0]) {
+		snprintf(why, len, "FAIL of %s (%s old; this run left out %s)", f->name, a, run->p2p_left_out);
 		return f;
 	}
 	/* a FAIL stored without its GPU is GPU 0's: the loopback's first choice */
 	if (!strcmp(k->name, "full-rdma") && k->res != CK_FAIL && run->rdma_gpu >= 0 &&
 	    run->rdma_gpu != (f->gpu < 0 ? 0 : f->gpu)) {
-		snprintf(why, len, "%s (%s old, on GPU %d; this run verified GPU %d only)", f->name, a,
+		snprintf(why, len, "FAIL of %s (%s old, on GPU %d; this run verified GPU %d only)", f->name, a,
 			 f->gpu < 0 ? 0 : f->gpu, run->rdma_gpu);
 		return f;
 	}
@@ -665,6 +809,32 @@ static void carry_last(struct nvs_vresult *r, const struct nvs_vresult *p, int64
 }
 
 /*
+ * A check this run could not verify (SKIP, or CUDA not usable: WARN),
+ * with no verification under the key read now, after the key changed (a
+ * driver upgrade): not verified since the change is no healthy SKIP, and
+ * says the FAIL the previous verdict had (review M4). k, the run's own line, and r,
+ * what is stored, become that WARN; later runs that cannot verify it
+ * either keep it (kept_fail) until one does.
+ */
+static void key_changed_warn(struct nvs_check *k, struct nvs_vresult *r, const struct nvs_vcache *prev,
+			     enum nvs_vkey_field f, const struct nvs_vkey *now_key)
+{
+	const struct nvs_vresult *p = prev_result(prev, k->name);
+	char msg[1024];
+
+	snprintf(msg, sizeof(msg), "not verified since the %s changed (`%.40s', now `%.40s')%s%.200s: %s",
+		 nvs_vkey_name(f), prev->key.v[f], now_key->v[f],
+		 p && p->res == CK_FAIL ? "; the previous verdict had a FAIL: " : "",
+		 p && p->res == CK_FAIL ? p->msg : "", k->msg);
+	snprintf(k->msg, sizeof(k->msg), "%.511s", msg);
+	snprintf(k->fix, sizeof(k->fix), "Run `nvsidecar doctor --full' while the GPUs are free (drain the node, or between jobs) to verify them under the new %s",
+		 nvs_vkey_name(f));
+	k->res = CK_WARN;
+	r->res = CK_WARN;
+	r->has_last = false;
+}
+
+/*
  * Stores what this run verified. A check skipped because a GPU was busy is
  * stored as that SKIP, never as a FAIL, and never as an OK it did not earn,
  * with the last real verification it carries (carry_last); the FAIL the
@@ -677,9 +847,10 @@ static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o, co
 {
 	struct nvs_vcache *v = calloc(1, sizeof(*v)), *prev = calloc(1, sizeof(*prev));
 	unsigned int max_age = nvs_env_verdict_max_age(NVS_VCACHE_MAX_AGE_DEF);
-	char dir[4096], err[4400], kept[512] = "", why[200];
+	char dir[4096], err[4400], kept[1024] = "", why[512];
 	int64_t now = (int64_t)time(NULL);
-	bool usable = false, same_key = false;
+	bool usable = false, same_key = false, loaded = false;
+	enum nvs_vkey_field changed = VK_N;
 
 	if (!v || !prev) {
 		add(c, CK_WARN, "full", "full-cache", "Out of memory: the verdict was not stored");
@@ -689,11 +860,13 @@ static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o, co
 	nvs_vkey_read(&v->key, o->root);
 	v->written = now;
 	if (!nvs_vcache_load(prev, dir, err, sizeof(err))) {
-		same_key = nvs_vkey_diff(&prev->key, &v->key) == VK_N && now >= prev->written;
+		loaded = true;
+		changed = nvs_vkey_diff(&prev->key, &v->key);
+		same_key = changed == VK_N && now >= prev->written;
 		usable = same_key && now - prev->written <= (int64_t)max_age;
 	}
 	for (size_t i = 0; i < c->n && v->n < NVS_VCACHE_MAX; ++i) {
-		const struct nvs_check *k = &c->v[i];
+		struct nvs_check *k = &c->v[i];
 		struct nvs_vresult *r = &v->r[v->n];
 		const struct nvs_vresult *f;
 
@@ -712,8 +885,10 @@ static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o, co
 		r->res = k->res;
 		r->verified = now;
 		r->gpu = !strcmp(k->name, "full-rdma") ? run->rdma_gpu : -1;
-		if (skipped_busy(run, k->name))
+		if (unverified(run, k->name) && k->res == CK_SKIP)
 			carry_last(r, same_key ? prev_result(prev, k->name) : NULL, now);
+		if (unverified(run, k->name) && k->res != CK_FAIL && loaded && changed != VK_N)
+			key_changed_warn(k, r, prev, changed, &v->key);
 		snprintf(r->layer, sizeof(r->layer), "%s", k->layer);
 		snprintf(r->name, sizeof(r->name), "%s", k->name);
 		snprintf(r->msg, sizeof(r->msg), "%s", k->msg);
@@ -726,7 +901,7 @@ static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o, co
 		    dir);
 	} else if (kept[0]) {
 		add(c, CK_WARN, "full", "full-cache",
-		    "verdict stored in %s/%s, keeping the last verdict's FAIL of %s: this run could not check that again (a GPU was busy), and a busy GPU, or a pass on another GPU, is no evidence of a repair",
+		    "verdict stored in %s/%s, keeping the last verdict's %s: this run could not check that again (a GPU was busy, CUDA was not usable, or the probe hung), and that, or a pass on other GPUs, is no evidence of a repair",
 		    dir, NVS_VCACHE_FILE, kept);
 		fix(c, "Run `nvsidecar doctor --full' when the GPUs are free (the node idle or drained) to verify them again");
 	} else {
