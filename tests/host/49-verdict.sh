@@ -273,7 +273,7 @@ else
 fi
 : >"$work/file"
 NVSIDECAR_STATE_DIR=$work/file/sub full
-grep -q "^WARN full     full-cache: the verdict was not stored: Unable to create \`$work/file'" "$work/full" &&
+grep -q "^WARN full     full-cache: the verdict was not stored: Unable to create the state directory \`$work/file/sub': \`$work/file' is not a directory" "$work/full" &&
 	grep -q 'NVSIDECAR_STATE_DIR' "$work/full" && t_pass verdict-unwritable || t_fail verdict-unwritable "$(show "$work/full")"
 
 # --- findings of the new-admin review (H1, M1, M4, M2) -------------------------

@@ -843,6 +843,17 @@ static void key_changed_warn(struct nvs_check *k, struct nvs_vresult *r, const s
  * check would resume the node it drained. So is a full-rdma FAIL of
  * another GPU than the one this run verified (kept_fail).
  */
+/*
+ * nvs_vcache_load()/_save() refused a directory or verdict another user
+ * could write (-EPERM), or found a directory at the verdict's name
+ * (-EISDIR), which --full does not replace: their message carries its own
+ * fix, and the generic one would be wrong.
+ */
+static bool vcache_says_fix(int ret)
+{
+	return ret == -EPERM || ret == -EISDIR;
+}
+
 static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o, const struct full_run *run)
 {
 	struct nvs_vcache *v = calloc(1, sizeof(*v)), *prev = calloc(1, sizeof(*prev));
@@ -851,6 +862,7 @@ static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o, co
 	int64_t now = (int64_t)time(NULL);
 	bool usable = false, same_key = false, loaded = false;
 	enum nvs_vkey_field changed = VK_N;
+	int ret;
 
 	if (!v || !prev) {
 		add(c, CK_WARN, "full", "full-cache", "Out of memory: the verdict was not stored");
@@ -895,10 +907,13 @@ static void full_store(struct nvs_checks *c, const struct nvs_doctor_opts *o, co
 		snprintf(r->fix, sizeof(r->fix), "%s", k->fix);
 		v->n++;
 	}
-	if (nvs_vcache_save(v, dir, err, sizeof(err))) {
+	ret = nvs_vcache_save(v, dir, err, sizeof(err));
+	if (ret) {
 		add(c, CK_WARN, "full", "full-cache", "the verdict was not stored: %s", err);
-		fix(c, "Later `doctor' runs and Slurm's health check cannot use this verdict: make %s writable, or set NVSIDECAR_STATE_DIR to a per-node writable directory (a read-only root needs one)",
-		    dir);
+		/* an untrusted directory or a non-file at the name: err says the fix */
+		if (!vcache_says_fix(ret))
+			fix(c, "Later `doctor' runs and Slurm's health check cannot use this verdict: make %s writable, or set NVSIDECAR_STATE_DIR to a per-node writable directory (a read-only root needs one)",
+			    dir);
 	} else if (kept[0]) {
 		add(c, CK_WARN, "full", "full-cache",
 		    "verdict stored in %s/%s, keeping the last verdict's %s: this run could not check that again (a GPU was busy, CUDA was not usable, or the probe hung), and that, or a pass on other GPUs, is no evidence of a repair",
@@ -937,7 +952,8 @@ void nvs_doctor_cached(struct nvs_checks *c, const struct nvs_doctor_opts *o)
 		goto out;
 	if (ret) {
 		add(c, CK_WARN, "full", "full-cache", "the last `doctor --full' verdict is unusable: %s", err);
-		fix(c, "`nvsidecar doctor --full' rewrites it");
+		if (!vcache_says_fix(ret))
+			fix(c, "`nvsidecar doctor --full' rewrites it");
 		goto out;
 	}
 	age = now - v->written;
