@@ -236,6 +236,26 @@ if (($(wc -l <"$work/out") <= 3)); then t_pass cli-usage-no-full-help; else t_fa
 expect cli-nccl-text 0 '^NCCL 2\.21\.5' nccl-check "$NVS_TOP/tests/nccl/nccl-2.21-single-process.log"
 expect cli-rdma-no-such-device 3 'No RDMA device' rdma --loopback --dev nvs-no-such-dev
 
+# --- input files that are not what they seem (admin review L5) -----------
+# A link to a FIFO gets the FIFO note, as the FIFO does (it was "has no
+# devices with config space"); doctor refuses a --pci-dump it cannot use
+# as the admin's input, exit 2, before any check, whatever the reason
+# (a FIFO or a text file were a node FAIL, exit 1; a missing one exit 2);
+# a dangling link names the target that is missing.
+mkfifo "$work/l5.fifo"
+ln -s "$work/l5.fifo" "$work/l5.fifo-link"
+ln -s "$work/l5-nothere" "$work/l5.dangling"
+fifo_re="PCI dump \`$work/l5.fifo-link' is a named FIFO that read as empty .*--pci-dump -"
+dang_re="Unable to open \`$work/l5.dangling'.*No such file or directory \(a symbolic link to \`$work/l5-nothere', which does not exist\)"
+expect cli-p2p-pci-dump-fifo-link 2 "$fifo_re" p2p --pci-dump "$work/l5.fifo-link"
+expect cli-topo-pci-dump-fifo 2 "PCI dump \`$work/l5.fifo' is a named FIFO" topo --pci-dump "$work/l5.fifo"
+expect cli-doctor-pci-dump-fifo-link 2 "$fifo_re" doctor --pci-dump "$work/l5.fifo-link"
+expect cli-doctor-pci-dump-not-a-dump 2 "PCI dump \`$NVS_TOP/tests/nccl/nccl-2.21-single-process.log' has no devices with config space" \
+	doctor --pci-dump "$NVS_TOP/tests/nccl/nccl-2.21-single-process.log"
+expect cli-doctor-pci-dump-dangling 2 "$dang_re" doctor --pci-dump "$work/l5.dangling"
+expect cli-nccl-check-dangling 2 "$dang_re" nccl-check "$work/l5.dangling"
+expect cli-p2p-pci-dump-dangling 2 "$dang_re" p2p --pci-dump "$work/l5.dangling"
+
 # --- an option given twice, or one the rest would make ignored: exit 2 ----
 # (review T3-20: last-wins without a word, or accepted and ignored).
 # usage_table NAME: each row of stdin is the message, then the words; each
