@@ -378,6 +378,21 @@ Invalid argument: \`--follow=1': \`--follow' $ua events;|events --follow=1
 Invalid argument: \`--gpu=0': \`--gpu' $ua nccl-check;|nccl-check --gpu=0 $nlog
 Invalid argument: \`--frob=1': \`--frob' $ua set;|set 0 --frob=1
 EOF2
+# rdma's libcuda option is --cuda-lib: the --lib of p2p, doctor and
+# libcuda points there (admin review L7: a bare "Invalid argument")
+usage_table cli-rdma-lib-points-to-cuda-lib <<EOF2
+Invalid argument: \`--lib': rdma names its libcuda with --cuda-lib PATH|rdma --loopback --lib /x
+Invalid argument: \`--lib=/x': rdma names its libcuda with --cuda-lib PATH|rdma --lib=/x
+EOF2
+# a relative textfile in doctor.conf is refused as the file is read, with
+# its line, before any check runs (admin review L7: it failed after all
+# the checks, with no line number); "-" and absolute paths stay
+printf '# node_exporter\ntextfile = rel/nvsidecar.prom\n' >"$work/l7.conf"
+expect cli-doctor-conf-textfile-relative 2 \
+	"^$work/l7.conf:2: textfile \`rel/nvsidecar.prom' is a relative path, .*use an absolute path" \
+	doctor --quick --config "$work/l7.conf"
+grep -q 'SKIP\|FAIL\|UNHEALTHY' "$work/out" && t_fail cli-doctor-conf-textfile-before-checks "$(head -c 200 "$work/out")" ||
+	t_pass cli-doctor-conf-textfile-before-checks
 bad=
 for words in "p2p --foo=bar" "status --json=yes" "doctor --foo=1" "rdma --loopback --fast=1"; do
 	# shellcheck disable=SC2086

@@ -241,6 +241,16 @@ static int parse_conf(struct nvs_doctor_opts *o, const char *path, char *buf, si
 			return -EINVAL;
 		}
 		/*
+		 * Every health check reads this file from its own working
+		 * directory: a relative textfile would be written wherever
+		 * that is, or fail after every check ran (admin review L7).
+		 */
+		if (!strcmp(k, "textfile") && v[0] != '/' && strcmp(v, "-")) {
+			snprintf(err, errlen, "%s:%u: textfile `%.200s' is a relative path, which each run would take from its own working directory; use an absolute path (a file, or node_exporter's textfile directory)",
+				 path, no, v);
+			return -EINVAL;
+		}
+		/*
 		 * Last-wins would let a forgotten line at the end override the
 		 * one the admin edits; which one was meant is theirs to say.
 		 */
