@@ -378,6 +378,22 @@ Invalid argument: \`--follow=1': \`--follow' $ua events;|events --follow=1
 Invalid argument: \`--gpu=0': \`--gpu' $ua nccl-check;|nccl-check --gpu=0 $nlog
 Invalid argument: \`--frob=1': \`--frob' $ua set;|set 0 --frob=1
 EOF2
+# an option doctor does not have gets the words of --conf=x without the
+# `=' too (it was a bare "Invalid argument"); a repeated --full or
+# --strict is refused like a repeated option (admin review L6)
+usage_table cli-doctor-unknown-bare-and-twice <<EOF2
+Invalid argument: \`--conf': \`--conf' $ua doctor; its --help lists the options|doctor --conf
+Invalid argument: \`--jso': \`--jso' $ua doctor; its --help lists the options|doctor --jso
+Invalid argument: \`--frob': \`--frob' $ua status; its --help lists the options|status --frob
+\`--full' given twice: once is enough|doctor --full --full
+\`--strict' given twice: once is enough|doctor --strict --strict
+EOF2
+# a run's option written in doctor.conf as a word gets the run-option
+# words, as "no-strict = 1" does (it was "expected key = value")
+printf 'no-strict\n' >"$work/l6.conf"
+expect cli-doctor-conf-run-option-word 2 \
+	"^$work/l6.conf:1: \`no-strict' is not a doctor.conf key: it chooses one run; pass \`--no-strict' on the command line" \
+	doctor --quick --config "$work/l6.conf"
 # rdma's libcuda option is --cuda-lib: the --lib of p2p, doctor and
 # libcuda points there (admin review L7: a bare "Invalid argument")
 usage_table cli-rdma-lib-points-to-cuda-lib <<EOF2

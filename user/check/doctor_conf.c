@@ -230,6 +230,14 @@ static int parse_conf(struct nvs_doctor_opts *o, const char *path, char *buf, si
 			continue;
 		eq = strchr(k, '=');
 		if (!eq) {
+			/* a run's option as a word ("no-strict"): the same words as "no-strict = 1" (admin review L6) */
+			for (size_t i = 0; i < nvs_doctor_run_nopts; ++i)
+				if (!strcmp(k, nvs_doctor_run_opts[i].name) ||
+				    (k[0] == '-' && k[1] == '-' && !strcmp(k + 2, nvs_doctor_run_opts[i].name))) {
+					nvs_doctor_set(o, nvs_doctor_run_opts[i].name, NULL, k, e, sizeof(e));
+					snprintf(err, errlen, "%s:%u: %s", path, no, e);
+					return -EINVAL;
+				}
 			snprintf(err, errlen, "%s:%u: expected `key = value', got `%.200s'", path, no, k);
 			return -EINVAL;
 		}

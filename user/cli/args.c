@@ -80,6 +80,10 @@ int nvs_arg_refuse(const char *sub, const char *arg, enum nvs_arg_kind kind)
 	const char *eq = strncmp(arg, "--", 2) ? NULL : strchr(arg, '=');
 	int len = eq ? (int)(eq - arg) : 0;
 
+	/* "--conf" as "--conf=x": not an option of SUB (admin review L6) */
+	if (!eq && !strncmp(arg, "--", 2) && arg[2])
+		return out_usage(sub, "Invalid argument: `%s': `%s' is not an option of %s; its --help lists the options",
+				 arg, arg, sub ? sub : PROG_NAME);
 	if (!eq || eq == arg + 2)
 		return out_usage(sub, "Invalid argument: `%s'", arg);
 	if (kind == NVS_ARG_VALUE)

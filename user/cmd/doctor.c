@@ -239,6 +239,16 @@ int doctor_main(int argc, const char *argv[])
 				free(o);
 				return out_usage(argv[0], "--quick and --full exclude each other");
 			}
+			/*
+			 * A repeated --full is refused as a repeated option is
+			 * (admin review L6). --quick and --brief may repeat:
+			 * the Slurm health checks pass them before the admin's
+			 * own arguments, which must not turn into exit 2.
+			 */
+			if (m == NVS_DOCTOR_FULL && nvs_arg_twice(&seen, argv[0], a)) {
+				free(o);
+				return NVS_EX_USAGE;
+			}
 			o->mode = m;
 		} else if (!strcmp(a, "--strict") || !strcmp(a, "--no-strict")) {
 			bool strict = a[2] == 's';
@@ -247,6 +257,10 @@ int doctor_main(int argc, const char *argv[])
 			if (strict_set && o->strict != strict) {
 				free(o);
 				return out_usage(argv[0], "--strict and --no-strict exclude each other");
+			}
+			if (nvs_arg_twice(&seen, argv[0], a)) {
+				free(o);
+				return NVS_EX_USAGE;
 			}
 			strict_set = true;
 			o->strict = strict;
