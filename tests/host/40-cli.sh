@@ -433,6 +433,24 @@ for v in "4 M" "it's" "" "\$(touch $work/pwned); *" "a'b c\"d"; do
 	done
 done
 [[ -z $bad && ! -e $work/pwned ]] && t_pass cli-option-equals-value-quoted || t_fail cli-option-equals-value-quoted "$bad"
+# control characters in a refused argument come out escaped, a newline as
+# \n too (it was written raw, while ESC came out as \x1b); and no two
+# words are offered to paste when the value has them, since the escaped
+# text pasted is another value: the admin is told to retype it (admin
+# review L6)
+bad=
+cc_sub=(p2p p2p set p2p)
+cc_arg=($'--size=a\nb' $'--size=\e[31mred' $'sample-hz=5\n0' $'--fo\no=1')
+cc_re=('--size=a\\nb' '--size=\\x1b\[31mred' 'sample-hz=5\\n0' '--fo\\no=1.: .--fo\\no. is not an option of p2p')
+for k in "${!cc_arg[@]}"; do
+	sub=${cc_sub[k]} arg=${cc_arg[k]} re=${cc_re[k]}
+	if [[ $sub == set ]]; then "$bin" set 0 "$arg" >/dev/null 2>"$work/err"; else "$bin" "$sub" "$arg" >/dev/null 2>"$work/err"; fi
+	r=$?
+	[[ $r == 2 && $(wc -l <"$work/err") == 2 ]] && grep -q -- "^[A-Za-z ]*: \`$re" "$work/err" &&
+		! grep -q "two words, \`" "$work/err" && { [[ $arg == --fo* ]] || grep -q 'retype it' "$work/err"; } ||
+		bad+=" [$sub $(printf %q "$arg")] rc $r: $(head -c 200 "$work/err" | tr '\n' '|');"
+done
+[[ -z $bad ]] && t_pass cli-option-control-chars-escaped || t_fail cli-option-control-chars-escaped "$bad"
 # the repeatable one still repeats
 "$bin" doctor --quick --brief --limit hotspot:90 --limit mem:95 >/dev/null 2>"$work/err"
 r=$?
