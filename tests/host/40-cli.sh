@@ -236,6 +236,26 @@ if (($(wc -l <"$work/out") <= 3)); then t_pass cli-usage-no-full-help; else t_fa
 expect cli-nccl-text 0 '^NCCL 2\.21\.5' nccl-check "$NVS_TOP/tests/nccl/nccl-2.21-single-process.log"
 expect cli-rdma-no-such-device 3 'No RDMA device' rdma --loopback --dev nvs-no-such-dev
 
+# --- input files that are not what they seem (admin review L5) -----------
+# A link to a FIFO gets the FIFO note, as the FIFO does (it was "has no
+# devices with config space"); doctor refuses a --pci-dump it cannot use
+# as the admin's input, exit 2, before any check, whatever the reason
+# (a FIFO or a text file were a node FAIL, exit 1; a missing one exit 2);
+# a dangling link names the target that is missing.
+mkfifo "$work/l5.fifo"
+ln -s "$work/l5.fifo" "$work/l5.fifo-link"
+ln -s "$work/l5-nothere" "$work/l5.dangling"
+fifo_re="PCI dump \`$work/l5.fifo-link' is a named FIFO that read as empty .*--pci-dump -"
+dang_re="Unable to open \`$work/l5.dangling'.*No such file or directory \(a symbolic link to \`$work/l5-nothere', which does not exist\)"
+expect cli-p2p-pci-dump-fifo-link 2 "$fifo_re" p2p --pci-dump "$work/l5.fifo-link"
+expect cli-topo-pci-dump-fifo 2 "PCI dump \`$work/l5.fifo' is a named FIFO" topo --pci-dump "$work/l5.fifo"
+expect cli-doctor-pci-dump-fifo-link 2 "$fifo_re" doctor --pci-dump "$work/l5.fifo-link"
+expect cli-doctor-pci-dump-not-a-dump 2 "PCI dump \`$NVS_TOP/tests/nccl/nccl-2.21-single-process.log' has no devices with config space" \
+	doctor --pci-dump "$NVS_TOP/tests/nccl/nccl-2.21-single-process.log"
+expect cli-doctor-pci-dump-dangling 2 "$dang_re" doctor --pci-dump "$work/l5.dangling"
+expect cli-nccl-check-dangling 2 "$dang_re" nccl-check "$work/l5.dangling"
+expect cli-p2p-pci-dump-dangling 2 "$dang_re" p2p --pci-dump "$work/l5.dangling"
+
 # --- an option given twice, or one the rest would make ignored: exit 2 ----
 # (review T3-20: last-wins without a word, or accepted and ignored).
 # usage_table NAME: each row of stdin is the message, then the words; each
@@ -358,6 +378,37 @@ Invalid argument: \`--follow=1': \`--follow' $ua events;|events --follow=1
 Invalid argument: \`--gpu=0': \`--gpu' $ua nccl-check;|nccl-check --gpu=0 $nlog
 Invalid argument: \`--frob=1': \`--frob' $ua set;|set 0 --frob=1
 EOF2
+# an option doctor does not have gets the words of --conf=x without the
+# `=' too (it was a bare "Invalid argument"); a repeated --full or
+# --strict is refused like a repeated option (admin review L6)
+usage_table cli-doctor-unknown-bare-and-twice <<EOF2
+Invalid argument: \`--conf': \`--conf' $ua doctor; its --help lists the options|doctor --conf
+Invalid argument: \`--jso': \`--jso' $ua doctor; its --help lists the options|doctor --jso
+Invalid argument: \`--frob': \`--frob' $ua status; its --help lists the options|status --frob
+\`--full' given twice: once is enough|doctor --full --full
+\`--strict' given twice: once is enough|doctor --strict --strict
+EOF2
+# a run's option written in doctor.conf as a word gets the run-option
+# words, as "no-strict = 1" does (it was "expected key = value")
+printf 'no-strict\n' >"$work/l6.conf"
+expect cli-doctor-conf-run-option-word 2 \
+	"^$work/l6.conf:1: \`no-strict' is not a doctor.conf key: it chooses one run; pass \`--no-strict' on the command line" \
+	doctor --quick --config "$work/l6.conf"
+# rdma's libcuda option is --cuda-lib: the --lib of p2p, doctor and
+# libcuda points there (admin review L7: a bare "Invalid argument")
+usage_table cli-rdma-lib-points-to-cuda-lib <<EOF2
+Invalid argument: \`--lib': rdma names its libcuda with --cuda-lib PATH|rdma --loopback --lib /x
+Invalid argument: \`--lib=/x': rdma names its libcuda with --cuda-lib PATH|rdma --lib=/x
+EOF2
+# a relative textfile in doctor.conf is refused as the file is read, with
+# its line, before any check runs (admin review L7: it failed after all
+# the checks, with no line number); "-" and absolute paths stay
+printf '# node_exporter\ntextfile = rel/nvsidecar.prom\n' >"$work/l7.conf"
+expect cli-doctor-conf-textfile-relative 2 \
+	"^$work/l7.conf:2: textfile \`rel/nvsidecar.prom' is a relative path, .*use an absolute path" \
+	doctor --quick --config "$work/l7.conf"
+grep -q 'SKIP\|FAIL\|UNHEALTHY' "$work/out" && t_fail cli-doctor-conf-textfile-before-checks "$(head -c 200 "$work/out")" ||
+	t_pass cli-doctor-conf-textfile-before-checks
 bad=
 for words in "p2p --foo=bar" "status --json=yes" "doctor --foo=1" "rdma --loopback --fast=1"; do
 	# shellcheck disable=SC2086
@@ -382,6 +433,24 @@ for v in "4 M" "it's" "" "\$(touch $work/pwned); *" "a'b c\"d"; do
 	done
 done
 [[ -z $bad && ! -e $work/pwned ]] && t_pass cli-option-equals-value-quoted || t_fail cli-option-equals-value-quoted "$bad"
+# control characters in a refused argument come out escaped, a newline as
+# \n too (it was written raw, while ESC came out as \x1b); and no two
+# words are offered to paste when the value has them, since the escaped
+# text pasted is another value: the admin is told to retype it (admin
+# review L6)
+bad=
+cc_sub=(p2p p2p set p2p)
+cc_arg=($'--size=a\nb' $'--size=\e[31mred' $'sample-hz=5\n0' $'--fo\no=1')
+cc_re=('--size=a\\nb' '--size=\\x1b\[31mred' 'sample-hz=5\\n0' '--fo\\no=1.: .--fo\\no. is not an option of p2p')
+for k in "${!cc_arg[@]}"; do
+	sub=${cc_sub[k]} arg=${cc_arg[k]} re=${cc_re[k]}
+	if [[ $sub == set ]]; then "$bin" set 0 "$arg" >/dev/null 2>"$work/err"; else "$bin" "$sub" "$arg" >/dev/null 2>"$work/err"; fi
+	r=$?
+	[[ $r == 2 && $(wc -l <"$work/err") == 2 ]] && grep -q -- "^[A-Za-z ]*: \`$re" "$work/err" &&
+		! grep -q "two words, \`" "$work/err" && { [[ $arg == --fo* ]] || grep -q 'retype it' "$work/err"; } ||
+		bad+=" [$sub $(printf %q "$arg")] rc $r: $(head -c 200 "$work/err" | tr '\n' '|');"
+done
+[[ -z $bad ]] && t_pass cli-option-control-chars-escaped || t_fail cli-option-control-chars-escaped "$bad"
 # the repeatable one still repeats
 "$bin" doctor --quick --brief --limit hotspot:90 --limit mem:95 >/dev/null 2>"$work/err"
 r=$?
@@ -518,12 +587,13 @@ for a in "--json libcuda:Missing action: status, patch, verify, restore or env" 
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["exit"] == 2 and d["error"].startswith(sys.argv[2]), d' \
 		"$work/out" "${a#*:}" 2>/dev/null && [[ $r == 2 ]] || bad+=" [${a%%:*}] rc $r: $(head -c 150 "$work/out");"
 done
-# and the actions still run after a leading --json
+# and the actions still run after a leading --json (the refusal names the
+# action: an unknown --option is "not an option of" it, admin review L6)
 "$bin" --json libcuda status --bogus >"$work/out" 2>/dev/null
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["error"] == "Invalid argument: `--bogus'"'"'", d' \
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["error"] == "Invalid argument: `--bogus'"'"': `--bogus'"'"' is not an option of libcuda status; its --help lists the options", d' \
 	"$work/out" 2>/dev/null || bad+=" [--json libcuda status --bogus] $(head -c 150 "$work/out");"
 "$bin" --json dmabuf probe --bogus >"$work/out" 2>/dev/null
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["error"] == "Invalid argument: `--bogus'"'"'", d' \
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["error"] == "Invalid argument: `--bogus'"'"': `--bogus'"'"' is not an option of dmabuf probe; its --help lists the options", d' \
 	"$work/out" 2>/dev/null || bad+=" [--json dmabuf probe --bogus] $(head -c 150 "$work/out");"
 [[ -z $bad ]] && t_pass cli-json-missing-action || t_fail cli-json-missing-action "$bad"
 

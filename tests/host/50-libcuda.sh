@@ -327,8 +327,26 @@ js=$("$bin" libcuda restore --json --lib "$ip/libcuda.so.590.48.01" 2>"$work/err
 # a patched library with no in-place record has no backup: that is still a failure
 "$bin" libcuda restore --lib "$work/out-615/libcuda.so.615.71.09" >"$work/out" 2>"$work/err"
 rc=$?
-[[ $rc == 1 ]] && grep -q 'nothing to restore, and .* is patched: .*no backup' "$work/err" &&
+[[ $rc == 1 ]] && grep -q 'is patched, but the state directory .* holds no in-place record of it: .*no backup' "$work/err" &&
 	t_pass libcuda-restore-unrecorded-patch || t_fail libcuda-restore-unrecorded-patch "rc $rc: $(cat "$work/err")"
+# A restore that looks in another state directory than the patch used
+# says which one it searched and to pass the patch's one; a state
+# directory that does not exist is called out (admin review M3: both
+# got "patched without nvsidecar's in-place record ... reinstall").
+m3=$work/m3
+mkdir -p "$m3/cwd"
+cp "$fx/590/libcuda.so.590.48.01" "$m3/"
+(cd "$m3/cwd" && "$bin" libcuda patch --in-place --lib "$m3/libcuda.so.590.48.01" --state-dir rel/st) >/dev/null 2>"$work/err"
+(cd / && "$bin" libcuda restore --lib "$m3/libcuda.so.590.48.01") >"$work/out" 2>"$work/err"
+rc=$?
+[[ $rc == 1 ]] && grep -qF "the state directory \`$NVS_LIBCUDA_STATE' (NVS_LIBCUDA_STATE) holds no in-place record of it: if you patched it with --state-dir or NVS_LIBCUDA_STATE, pass the same directory here with --state-dir" "$work/err" &&
+	t_pass libcuda-restore-other-state-dir || t_fail libcuda-restore-other-state-dir "rc $rc: $(cat "$work/out" "$work/err")"
+"$bin" libcuda restore --lib "$m3/libcuda.so.590.48.01" --state-dir "$m3/nonexist/x" >"$work/out" 2>"$work/err"
+rc=$?
+[[ $rc == 1 ]] && grep -qF "the state directory \`$m3/nonexist/x' (--state-dir) does not exist, so it holds no in-place record" "$work/err" &&
+	"$bin" libcuda restore --lib "$m3/libcuda.so.590.48.01" --state-dir "$m3/cwd/rel/st" >/dev/null 2>>"$work/err" &&
+	[[ $(sha "$m3/libcuda.so.590.48.01") == "$orig" ]] &&
+	t_pass libcuda-restore-missing-state-dir || t_fail libcuda-restore-missing-state-dir "rc $rc: $(cat "$work/out" "$work/err")"
 "$bin" libcuda patch --lib "$ip/libcuda.so.590.48.01" >/dev/null 2>"$work/err"
 [[ $? == 2 ]] && grep -q 'exactly one of --out' "$work/err" && t_pass libcuda-patch-needs-out ||
 	t_fail libcuda-patch-needs-out "$(cat "$work/err")"

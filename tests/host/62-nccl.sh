@@ -81,6 +81,24 @@ assert who == [("gpu03", 5301 + k, k) for k in range(4)], who
 assert d["nodes"] == 1 and d["single_node"] is True and d["init_complete"] == 4, d
 assert d["transports"]["SHM"] == 4, d["transports"]
 '
+# ...also when the host starts with 'N', as the "NCCL" mark does (admin
+# review L4: "NVgpu03" lost its host, pid and the node count); a line
+# cut inside its "NCCL" mark ("NCnode22", "NCCLnode22") still names none
+run nccl-check --json "$nccl/nccl-2.18-pdsh-wrapper-nhost.log"
+check nccl-218-wrapper-n-host 0 '
+who = sorted({(c["host"], c["pid"], c["dev"]) for c in d["connections"]})
+assert who == [("NVgpu03", 5301 + k, k) for k in range(4)], who
+assert d["nodes"] == 1 and d["single_node"] is True and d["init_complete"] == 4, d
+'
+ch=0
+for cut in NC NCC NCCL; do
+	printf '%s\n' "node21:9101:9101 [0] ${cut}node22:9202:9202 [1] NCCL INFO Channel 0$((ch++)) : 0[0] -> 1[1] via SHM/direct/direct"
+done >"$work/cut-mark.log"
+run nccl-check --json "$work/cut-mark.log"
+check nccl-cut-mark-names-no-host 0 '
+c = d["connections"]
+assert len(c) == 3 and all(x["host"] is None and x["pid"] == -1 and x["dev"] == 1 for x in c), c
+'
 run nccl-check --json --expect gdr "$nccl/nccl-2.19-roce-nogdr.log"
 check nccl-219-roce-nogdr 1 '
 g = d["expect"]["gdr"]

@@ -157,8 +157,8 @@ Lines follow NCCL's source at that tag:
 # NCCL's own prefix ("job:JOBID:RANK [NODEID] ", made up here like every
 # launcher prefix): the host and pid of a line are NCCL's, after it
 # --------------------------------------------------------------------------
-def v218_pdsh_wrapper():
-    ranks = [Rank(k, "gpu03", 5301 + k, 5301 + k, k, 0) for k in range(4)]
+def v218_pdsh_wrapper(host="gpu03", name="nccl-2.18-pdsh-wrapper.log", note=""):
+    ranks = [Rank(k, host, 5301 + k, 5301 + k, k, 0) for k in range(4)]
     out = []
 
     def tag(r, line):
@@ -175,17 +175,25 @@ def v218_pdsh_wrapper():
         out.append(tag(r, r.i("Connected all rings")))
     for r in ranks:
         out.append(tag(r, r.i(f"comm 0x5591bb{r.rank:02d}c000 rank {r.rank} nranks 4 cudaDev {r.dev} nvmlDev {r.dev} busId {(r.dev + 1) * 0x1000:x} commId 0x2a7e90c4d1b35f68 - Init COMPLETE")))
-    write("nccl-2.18-pdsh-wrapper.log", """
-nccl-check fixture: NCCL 2.18.6 (tag v2.18.6-1), one node (gpu03), four GPUs
+    write(name, f"""
+nccl-check fixture: NCCL 2.18.6 (tag v2.18.6-1), one node ({host}), four GPUs
 in four processes, started through pdsh ("gpu03: " prefix) and a wrapper that
 tags each rank's output "job:JOBID:RANK [NODEID] ", a tag with the shape of
 NCCL's own "host:pid:tid [dev] " prefix (the host, pid and CUDA device of
-each line are NCCL's, after it: gpu03, 5301..5304 and 0..3, not job, 4242
-and 1).
+each line are NCCL's, after it: {host}, 5301..5304 and 0..3, not job, 4242
+and 1).{note}
 Lines follow NCCL's source at that tag:
   prefix            src/debug.cc:175    "%s:%d:%d [%d] NCCL INFO "
 """ + V218_SINGLE_NODE_SOURCES + """Host names, pids, pointers and the wrapper's tag are made up (tests/nccl/mkfixtures.py).
 """, out)
+
+
+# The same with a host name that starts with 'N', as the "NCCL" mark does:
+# the host is read whole all the same (admin review L4)
+def v218_pdsh_wrapper_nhost():
+    v218_pdsh_wrapper("NVgpu03", "nccl-2.18-pdsh-wrapper-nhost.log", """
+The host name starts with 'N', as NCCL's "NCCL" mark does, but is no cut
+mark: it is the host all the same.""")
 
 
 # --------------------------------------------------------------------------
@@ -537,6 +545,6 @@ Host names, pids and pointers are made up (tests/nccl/mkfixtures.py).
 """, out, cut=True)
 
 
-for make in (v214_tag_output, v218_pdsh_shm, v218_pdsh_wrapper, v219_ib_nogdr, v221_p2p_direct, v222_plugin,
+for make in (v214_tag_output, v218_pdsh_shm, v218_pdsh_wrapper, v218_pdsh_wrapper_nhost, v219_ib_nogdr, v221_p2p_direct, v222_plugin,
              v223_python_logging, v223_subsys, v227_warn_pci, v218_trace_dmabuf, v221_truncated):
     make()

@@ -230,6 +230,14 @@ static int parse_conf(struct nvs_doctor_opts *o, const char *path, char *buf, si
 			continue;
 		eq = strchr(k, '=');
 		if (!eq) {
+			/* a run's option as a word ("no-strict"): the same words as "no-strict = 1" (admin review L6) */
+			for (size_t i = 0; i < nvs_doctor_run_nopts; ++i)
+				if (!strcmp(k, nvs_doctor_run_opts[i].name) ||
+				    (k[0] == '-' && k[1] == '-' && !strcmp(k + 2, nvs_doctor_run_opts[i].name))) {
+					nvs_doctor_set(o, nvs_doctor_run_opts[i].name, NULL, k, e, sizeof(e));
+					snprintf(err, errlen, "%s:%u: %s", path, no, e);
+					return -EINVAL;
+				}
 			snprintf(err, errlen, "%s:%u: expected `key = value', got `%.200s'", path, no, k);
 			return -EINVAL;
 		}
@@ -238,6 +246,16 @@ static int parse_conf(struct nvs_doctor_opts *o, const char *path, char *buf, si
 		k = trim(k);
 		if (nvs_doctor_set(o, k, v, k, e, sizeof(e))) {
 			snprintf(err, errlen, "%s:%u: %s", path, no, e);
+			return -EINVAL;
+		}
+		/*
+		 * Every health check reads this file from its own working
+		 * directory: a relative textfile would be written wherever
+		 * that is, or fail after every check ran (admin review L7).
+		 */
+		if (!strcmp(k, "textfile") && v[0] != '/' && strcmp(v, "-")) {
+			snprintf(err, errlen, "%s:%u: textfile `%.200s' is a relative path, which each run would take from its own working directory; use an absolute path (a file, or node_exporter's textfile directory)",
+				 path, no, v);
 			return -EINVAL;
 		}
 		/*

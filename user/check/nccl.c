@@ -216,14 +216,26 @@ static const char *prefix_host(const char *line, const char *o, const char **col
 }
 
 /*
+ * Whether the host word at h starts with what a line cut inside its "NCCL"
+ * mark leaves: "NC", "NCC" or "NCCL" run into the next writer's host
+ * ("NCnode22"). A host that merely starts with 'N' ("NVgpu03", "NODE4")
+ * is a host (admin review L4); a cut right after the 'N' alone cannot be
+ * told from such a host, and is read as one.
+ */
+static bool cut_mark(const char *h)
+{
+	return h[0] == 'N' && h[1] == 'C';	/* "NC", and so "NCC", "NCCL" */
+}
+
+/*
  * Whether the host at h may hold another writer's text: line holds, before
  * h, an NCCL mark, or a whole "host:pid:tid [dev]" prefix that h does not
  * follow at once. A prefix then one space then h is a launcher's tag with
  * the shape of NCCL's (a wrapper's "job:4242:0 [1] ",
  * tests/nccl/nccl-2.18-pdsh-wrapper.log), or an NCCL line cut right after
  * its prefix: either way nothing ran into the host's word, which is read
- * whole; unless it starts with 'N', what a line cut inside its "NCCL" mark
- * leaves ("NCnode22").
+ * whole; unless it starts with what a line cut inside its "NCCL" mark
+ * leaves ("NCnode22", cut_mark()).
  */
 static bool nccl_before(const char *line, const char *h)
 {
@@ -238,7 +250,7 @@ static bool nccl_before(const char *line, const char *h)
 		c = memchr(m, ']', (size_t)(h - m));
 		if (!c || !digits(m + 1, c) || !prefix_host(line, m, &colon))
 			continue;
-		if (c[1] == ' ' && c + 2 == h && *h != 'N')
+		if (c[1] == ' ' && c + 2 == h && !cut_mark(h))
 			continue;	/* a look-alike tag right before NCCL's prefix */
 		return true;
 	}

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,18 +52,49 @@ static bool listed(const char *opts, const char *name, size_t len, bool *value)
 	return false;
 }
 
+/*
+ * arg as messages show it: control characters (a newline too) escaped,
+ * as \n or \xNN, in a malloc'd copy; *escaped tells whether any was.
+ * NULL when out of memory.
+ */
+static char *shown_arg(const char *arg, bool *escaped)
+{
+	size_t n = strlen(arg) * 4 + 8;
+	char *buf = malloc(n);
+
+	if (buf) {
+		nvs_escape_text(arg, buf, n);
+		*escaped = strcmp(buf, arg) != 0;
+	}
+	return buf;
+}
+
 int nvs_arg_two_words(const char *sub, const char *fmt, const char *arg)
 {
 	const char *eq = strchr(arg, '=');
 	size_t n = strlen(arg) * 4 + 8;
 	char *name = malloc(n), *value = malloc(n), *words = malloc(2 * n);
+	bool escaped = false;
+	char *shown = shown_arg(arg, &escaped);
 	int ret;
 
-	if (!name || !value || !words || !eq) {
+	if (!name || !value || !words || !shown || !eq || escaped) {
+		/*
+		 * A value with control characters is shown escaped, and the
+		 * two words are not offered: pasted, the escaped text would
+		 * be another value (admin review L6). The caller's opening
+		 * words ("Invalid argument: ", "Unknown setting: ") stay.
+		 */
+		if (shown && eq && escaped)
+			ret = out_usage(sub, "%.*s`%s': write the name and its value as two words; the value holds control characters (shown escaped here), so retype it rather than paste it",
+					(int)strcspn(fmt, "`"), fmt, shown);
+		else
+			ret = out_usage(sub, "Invalid argument: `%s'", shown ? shown : "?");
 		free(name);
 		free(value);
 		free(words);
-		return out_usage(sub, "Invalid argument: `%s'", arg);
+		free(shown);
+		return ret;
 	}
 	snprintf(words, 2 * n, "%.*s", (int)(eq - arg), arg);
 	nvs_shell_word(name, n, words);
@@ -72,24 +104,45 @@ int nvs_arg_two_words(const char *sub, const char *fmt, const char *arg)
 	free(name);
 	free(value);
 	free(words);
+	free(shown);
 	return ret;
 }
 
 int nvs_arg_refuse(const char *sub, const char *arg, enum nvs_arg_kind kind)
 {
 	const char *eq = strncmp(arg, "--", 2) ? NULL : strchr(arg, '=');
-	int len = eq ? (int)(eq - arg) : 0;
+	int len = eq ? (int)(eq - arg) : 0, ret;
+	bool escaped = false;
+	char *shown;
 
-	if (!eq || eq == arg + 2)
-		return out_usage(sub, "Invalid argument: `%s'", arg);
-	if (kind == NVS_ARG_VALUE)
+	if (kind == NVS_ARG_VALUE && eq && eq != arg + 2)
 		return nvs_arg_two_words(sub, "Invalid argument: `%s': write the option and its value as two words, `%s' (an option without a value takes no `=')",
 					 arg);
-	if (kind == NVS_ARG_FLAG)
-		return out_usage(sub, "Invalid argument: `%s': `%.*s' takes no value: write `%.*s'",
-				 arg, len, arg, len, arg);
-	return out_usage(sub, "Invalid argument: `%s': `%.*s' is not an option of %s; its --help lists the options",
-			 arg, len, arg, sub ? sub : PROG_NAME);
+	/* control characters in arg come out escaped, as in every message (admin review L6) */
+	shown = shown_arg(arg, &escaped);
+	if (!shown)
+		return out_usage(sub, "Invalid argument");
+	if (escaped) {
+		char *e = strchr(shown, '=');
+
+		eq = strncmp(shown, "--", 2) ? NULL : e;
+		len = eq ? (int)(eq - shown) : 0;
+	}
+	arg = shown;
+	/* "--conf" as "--conf=x": not an option of SUB (admin review L6) */
+	if (!eq && !strncmp(arg, "--", 2) && arg[2])
+		ret = out_usage(sub, "Invalid argument: `%s': `%s' is not an option of %s; its --help lists the options",
+				arg, arg, sub ? sub : PROG_NAME);
+	else if (!eq || eq == arg + 2)
+		ret = out_usage(sub, "Invalid argument: `%s'", arg);
+	else if (kind == NVS_ARG_FLAG)
+		ret = out_usage(sub, "Invalid argument: `%s': `%.*s' takes no value: write `%.*s'",
+				arg, len, arg, len, arg);
+	else
+		ret = out_usage(sub, "Invalid argument: `%s': `%.*s' is not an option of %s; its --help lists the options",
+				arg, len, arg, sub ? sub : PROG_NAME);
+	free(shown);
+	return ret;
 }
 
 int nvs_arg_invalid(const char *sub, const char *arg, const char *opts)

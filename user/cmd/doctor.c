@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@
 #include "cmd/subcommands.h"
 #include "lib/env.h"
 #include "lib/exit.h"
+#include "lib/io.h"
+#include "sys/pci.h"
 
 static const enum out_color colour[] = {
 	[CK_OK] = OUT_GOOD, [CK_WARN] = OUT_WARN, [CK_FAIL] = OUT_ALARM, [CK_SKIP] = OUT_DIM,
@@ -187,7 +190,7 @@ int doctor_main(int argc, const char *argv[])
 	const char *config = NULL;
 	bool brief = false, config_given = false, strict_set = false;
 	struct nvs_args_seen seen = { 0 };
-	char err[4600], self[4096];
+	char err[4600], self[4096], dump_name[64];
 	struct nvs_checks c;
 	size_t counts[4] = { 0 };
 	ssize_t n;
@@ -236,6 +239,16 @@ int doctor_main(int argc, const char *argv[])
 				free(o);
 				return out_usage(argv[0], "--quick and --full exclude each other");
 			}
+			/*
+			 * A repeated --full is refused as a repeated option is
+			 * (admin review L6). --quick and --brief may repeat:
+			 * the Slurm health checks pass them before the admin's
+			 * own arguments, which must not turn into exit 2.
+			 */
+			if (m == NVS_DOCTOR_FULL && nvs_arg_twice(&seen, argv[0], a)) {
+				free(o);
+				return NVS_EX_USAGE;
+			}
 			o->mode = m;
 		} else if (!strcmp(a, "--strict") || !strcmp(a, "--no-strict")) {
 			bool strict = a[2] == 's';
@@ -244,6 +257,10 @@ int doctor_main(int argc, const char *argv[])
 			if (strict_set && o->strict != strict) {
 				free(o);
 				return out_usage(argv[0], "--strict and --no-strict exclude each other");
+			}
+			if (nvs_arg_twice(&seen, argv[0], a)) {
+				free(o);
+				return NVS_EX_USAGE;
 			}
 			strict_set = true;
 			o->strict = strict;
@@ -293,7 +310,7 @@ int doctor_main(int argc, const char *argv[])
 	 * A --pci-dump that names nothing is the admin's typo, not an
 	 * unhealthy node: exit 2 before any check runs, as topo does, so that
 	 * Slurm never drains a node for it. Only stat() and access() here:
-	 * the dump is read once, later, so a pipe still works.
+	 * the dump is read once, below, so a pipe still works.
 	 */
 	if (o->pci_dump && strcmp(o->pci_dump, "-")) {
 		struct stat st;
@@ -306,8 +323,11 @@ int doctor_main(int argc, const char *argv[])
 		else if (faccessat(AT_FDCWD, o->pci_dump, R_OK, AT_EACCESS) < 0)
 			e = errno;
 		if (e) {
+			char why[PATH_MAX + 96];
+
+			nvs_open_error(o->pci_dump, e, why, sizeof(why));
 			ret = out_fail(nvs_exit_for_path(e), "Unable to open `%s' (the --pci-dump given): %s",
-				       o->pci_dump, strerror(e));
+				       o->pci_dump, why);
 			free(o);
 			return ret;
 		}
@@ -332,6 +352,22 @@ int doctor_main(int argc, const char *argv[])
 	if (out_json() && !strcmp(o->textfile, "-")) {
 		free(o);
 		return out_usage(argv[0], "--textfile - (standard output) and --json exclude each other; pass a file or directory");
+	}
+	/*
+	 * Read and judged now, once (a pipe has no second reading): a FIFO
+	 * that reads as empty, or a file that is no lspci output, is the
+	 * admin's input too, and exits 2 like a missing one, never a node
+	 * FAIL (admin review L5). The checks read the copy kept in memory.
+	 */
+	if (o->pci_dump) {
+		int fd = nvs_pci_dump_load(o->pci_dump, dump_name, sizeof(dump_name), err, sizeof(err));
+
+		if (fd < 0) {
+			ret = out_fail(nvs_exit_for_path(-fd) == NVS_EX_PERM ? NVS_EX_PERM : NVS_EX_USAGE, "%s", err);
+			free(o);
+			return ret;
+		}
+		o->pci_dump = dump_name;
 	}
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n > 0) {

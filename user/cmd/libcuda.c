@@ -612,9 +612,25 @@ static int cmd_restore(const struct opts *o)
 		patched = r->v == LC_PATCHED || r->v == LC_PARTIAL;
 		lc_report_free(r);
 		free(r);
-		if (patched)
-			return out_fail(NVS_EX_FAIL, "%s, and `%s' is patched: it was patched without nvsidecar's in-place record, so there is no backup to put back; reinstall the driver package that owns it",
-					err, path);
+		if (patched) {
+			/*
+			 * Most often the record is in another state directory
+			 * (the patch had --state-dir or NVS_LIBCUDA_STATE, this
+			 * restore has not, or a different one): say which
+			 * directory was searched, whether it exists at all,
+			 * and to pass the patch's one, before the reinstall
+			 * that is left when no nvsidecar record exists (admin
+			 * review M3).
+			 */
+			struct stat sst;
+			const char *from = o->state_given ? "--state-dir" :
+					   strcmp(o->state, LC_DEFAULT_STATE) ? "NVS_LIBCUDA_STATE" : "the default";
+			const char *what = stat(o->state, &sst) ? (errno == ENOENT ? " does not exist, so it holds" : " cannot be read, so it holds") :
+					   !S_ISDIR(sst.st_mode) ? " is not a directory, so it holds" : " holds";
+
+			return out_fail(NVS_EX_FAIL, "`%s' is patched, but the state directory `%s' (%s)%s no in-place record of it: if you patched it with --state-dir or NVS_LIBCUDA_STATE, pass the same directory here with --state-dir; if nvsidecar did not patch it in place, there is no backup to put back: reinstall the driver package that owns it",
+					path, o->state, from, what);
+		}
 		out_begin(isatty(STDOUT_FILENO));
 		out_str(OUT_JSON, "result", NULL, "nothing-to-restore");
 		out_str(OUT_ANY, "lib", "Nothing to restore: %s", path);

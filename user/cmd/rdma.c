@@ -235,6 +235,9 @@ static int parse(struct nvs_rdma_opts *o, int argc, const char *argv[])
 			o->json = true;
 			takes = false;
 			out_set_json(true);
+		} else if (!strcmp(a, "--lib") || !strncmp(a, "--lib=", 6)) {
+			/* the others' name for it (p2p, doctor, libcuda): admin review L7 */
+			return out_usage(argv[0], "Invalid argument: `%s': rdma names its libcuda with --cuda-lib PATH", a);
 		} else if (!takes_value(a)) {
 			return nvs_arg_invalid(argv[0], a, OPTIONS);
 		} else if (!v) {

@@ -331,6 +331,21 @@ void nvs_clean_stale_temps(const char *dir)
 	closedir(d);
 }
 
+void nvs_open_error(const char *path, int e, char *why, size_t len)
+{
+	char target[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	if (e == ENOENT && !lstat(path, &st) && S_ISLNK(st.st_mode) &&
+	    (n = readlink(path, target, sizeof(target) - 1)) > 0) {
+		target[n] = 0;
+		snprintf(why, len, "%s (a symbolic link to `%s', which does not exist)", strerror(e), target);
+		return;
+	}
+	snprintf(why, len, "%s", strerror(e));
+}
+
 bool nvs_named_fifo(const char *path)
 {
 	char real[PATH_MAX];
@@ -377,8 +392,13 @@ int nvs_ifile_open(struct nvs_ifile *in, const char *path, size_t max_line, uint
 		snprintf(in->name, sizeof(in->name), "%s", path);
 		/* O_NONBLOCK: opening a FIFO that has no writer must not wait for one. */
 		in->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-		if (in->fd < 0)
-			return fail(err, errlen, errno, "Unable to open `%s': %s", path, strerror(errno));
+		if (in->fd < 0) {
+			int e = errno;
+			char why[PATH_MAX + 96];
+
+			nvs_open_error(path, e, why, sizeof(why));
+			return fail(err, errlen, e, "Unable to open `%s': %s", path, why);
+		}
 		in->own = true;
 	}
 	if (fstat(in->fd, &st) < 0) {

@@ -67,6 +67,14 @@ int nvs_make_dirs(const char *dir, mode_t mode, char *failed, size_t len);
 int nvs_fsync_dir(const char *dir);
 
 /*
+ * Why opening path failed with errno e, for "Unable to open `PATH': WHY":
+ * strerror(e), and for a dangling symbolic link the target it names that
+ * is missing (admin review L5: "No such file or directory" alone sent the
+ * admin looking for a file that is there, as a link).
+ */
+void nvs_open_error(const char *path, int e, char *why, size_t len);
+
+/*
  * Whether path is a FIFO in the file system, named directly or through
  * symbolic links: not "-", and not the pipe behind a /dev/fd/N link
  * (bash's <(...)), whose link ends in "pipe:[N]", no file. lstat() and

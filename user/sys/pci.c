@@ -345,7 +345,7 @@ static int check_dump(const char *path, const char *buf, size_t len, char *err, 
  * The dump is read once (a pipe or <(ssh node lspci -xxxx) has no second
  * reading), checked, and handed to libpci as a memfd it can open by name.
  */
-static int load_dump(const char *path, char *name, size_t namelen, char *err, size_t errlen)
+int nvs_pci_dump_load(const char *path, char *name, size_t namelen, char *err, size_t errlen)
 {
 	char *buf;
 	size_t len, done = 0;
@@ -363,6 +363,14 @@ static int load_dump(const char *path, char *name, size_t namelen, char *err, si
 	}
 	if (ret)
 		return ret;
+	if (!len && nvs_named_fifo(path)) {
+		/* as nccl-check says of its logs, a link to a FIFO included (admin review L5) */
+		snprintf(err, errlen,
+			 "PCI dump `%s' is a named FIFO that read as empty (no writer when it was opened, or one that wrote nothing): nvsidecar does not wait for one; start the writer first, or pipe the dump in: lspci -xxxx | nvsidecar ... --pci-dump -",
+			 path);
+		ret = -EINVAL;
+		goto out;
+	}
 	ret = check_dump(path, buf, len, err, errlen);
 	if (ret)
 		goto out;
@@ -424,7 +432,7 @@ int nvs_pci_scan(struct nvs_pci *p, const char *dump, const struct nvs_pci_id *e
 
 	memset(p, 0, sizeof(*p));
 	if (dump) {
-		dump_fd = load_dump(dump, dump_name, sizeof(dump_name), err, errlen);
+		dump_fd = nvs_pci_dump_load(dump, dump_name, sizeof(dump_name), err, errlen);
 		if (dump_fd < 0)
 			return dump_fd;
 	}

@@ -96,6 +96,14 @@ struct nvs_pci_id {
 #define NVS_PCI_DUMP_MAX (64 << 20)
 
 /*
+ * Reads the lspci dump at path ("-": standard input) once, checks that it
+ * is one, and keeps it in a memfd: returns its descriptor, with name set
+ * to a path that opens it again ("/proc/self/fd/N", for nvs_pci_scan()),
+ * or -errno with an admin-readable message in err (-EINVAL: not a dump).
+ */
+int nvs_pci_dump_load(const char *path, char *name, size_t namelen, char *err, size_t errlen);
+
+/*
  * Scans from sysfs (dump == NULL) or from an lspci -x/-xxx/-xxxx dump,
  * which is read exactly once ("-": standard input; a pipe or <(...) works).
  * extra_gpus lists ids treated as GPUs besides NVIDIA display controllers.
